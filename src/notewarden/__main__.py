@@ -1,0 +1,5 @@
+import sys
+
+from notewarden.cli import main
+
+sys.exit(main())

@@ -1,0 +1,210 @@
+"""Wiring: the SDK's lowlevel `Server`, our tools, and the two transports.
+
+Everything protocol-level is the official SDK's: JSON-RPC framing, the `_meta`
+validation ladder (-32602 / -32020 / -32022 / -32601 and their HTTP statuses), header
+checks, `server/discover`, notifications acknowledged with 202, and the sealing of
+`requestState` (`RequestStateBoundary`, AES-256-GCM under our shared keys, bound to the
+principal this module resolves). This module only decides *who* the caller is and hands
+each call to the tool registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken
+from mcp.server.caching import CacheableMethod, CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from notewarden import __version__
+from notewarden.config import Config
+from notewarden.services import Services
+from notewarden.tools.notes_delete import notes_delete
+from notewarden.tools.notes_list import notes_list
+from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
+from notewarden.web.envelope import EnvelopeVersionGuard
+
+__all__ = [
+    "SERVER_NAME",
+    "StaticTokenVerifier",
+    "build_http_app",
+    "build_server",
+    "default_tools",
+    "serve_stdio",
+]
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "notewarden"
+INSTRUCTIONS = (
+    "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
+    "granted to you); the URI grants nothing by itself. notes_delete asks the user to pick and confirm "
+    "the note in a form, and moves it to the workspace trash."
+)
+_CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
+    "tools/list": CacheHint(ttl_ms=3_600_000, scope="public"),
+}
+
+PrincipalResolver = Callable[[ServerRequestContext[Any, Any]], str]
+ServerHook = Callable[[Server[Any]], None]
+
+
+def default_tools(services: Services) -> list[ToolDef]:
+    return [notes_list(services), notes_delete(services)]
+
+
+def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
+    """Who the caller is: the verified bearer credential over HTTP, the configured principal on stdio."""
+
+    def resolve(ctx: ServerRequestContext[Any, Any]) -> str:
+        token = get_access_token()
+        if token is not None and token.subject:
+            return token.subject
+        if token is None and stdio_principal is not None:
+            return stdio_principal
+        raise MCPError(code=INVALID_REQUEST, message="request is not authenticated")
+
+    return resolve
+
+
+def build_server(
+    services: Services,
+    *,
+    stdio_principal: str | None,
+    tools: Iterable[ToolDef] | None = None,
+    configure_server: ServerHook | None = None,
+) -> Server[Any]:
+    registry = ToolRegistry(default_tools(services) if tools is None else tools)
+    resolve_principal = principal_resolver(stdio_principal)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return registry.listing
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        call = ToolCall(
+            name=params.name,
+            principal=resolve_principal(ctx),
+            arguments=params.arguments or {},
+            capabilities=ctx.session.client_capabilities,
+            input_responses=params.input_responses or {},
+            request_state=params.request_state,
+            report_progress=ctx.session.report_progress,
+        )
+        return await registry.call(call)
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version=__version__,
+        title="notewarden",
+        instructions=INSTRUCTIONS,
+        cache_hints=_CACHE_HINTS,
+        get_tool_input_schema=registry.input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    if configure_server is not None:
+        configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
+    security = RequestStateSecurity(
+        keys=services.sealing_keys,
+        ttl=services.config.confirmation_ttl_seconds,
+        bind_principal=resolve_principal,
+    )
+    server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
+    return server
+
+
+async def serve_stdio(services: Services) -> None:
+    principal = services.config.stdio_principal
+    if principal is None:
+        raise SystemExit(
+            "the config has no [stdio] principal: say who a stdio client is, or use --transport http"
+        )
+    server = build_server(services, stdio_principal=principal)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class StaticTokenVerifier:
+    """Development credentials: bearer tokens whose SHA-256 is listed under a principal in config."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        principal = self._config.principal_for_token(token)
+        if principal is None:
+            return None
+        return AccessToken(token="", client_id=principal, subject=principal, scopes=[])
+
+
+def transport_security(config: Config) -> TransportSecuritySettings:
+    host = config.http.host
+    hosts = [f"{host}:*", host]
+    origins = list(config.http.allowed_origins)
+    if host in ("127.0.0.1", "localhost", "::1"):
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_http_app(
+    services: Services,
+    *,
+    tools: Iterable[ToolDef] | None = None,
+    configure_server: ServerHook | None = None,
+    extra_routes: Iterable[Route] = (),
+) -> Starlette:
+    """The Streamable HTTP application: every request authenticated, Origin and Host validated."""
+    server = build_server(services, stdio_principal=None, tools=tools, configure_server=configure_server)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=False,
+        security_settings=transport_security(services.config),
+        max_request_body_size=services.config.http.max_body_bytes,
+    )
+    endpoint = RequireAuthMiddleware(
+        EnvelopeVersionGuard(
+            StreamableHTTPASGIApp(manager), max_body_bytes=services.config.http.max_body_bytes
+        ),
+        required_scopes=[],
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return Starlette(
+        routes=[Route("/mcp", endpoint=endpoint), *extra_routes],
+        middleware=[
+            Middleware(
+                AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(services.config))
+            ),
+            Middleware(AuthContextMiddleware),
+        ],
+        lifespan=lifespan,
+    )

@@ -1,0 +1,100 @@
+"""Command line: `notewarden serve`, `notewarden demo`.
+
+notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
+notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
+notewarden demo                                          # the walkthrough
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import anyio
+
+from notewarden import __version__
+from notewarden.config import Config, ConfigError, config_for_directories, load_config
+from notewarden.logs import configure_logging
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="notewarden", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"notewarden {__version__}")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve MCP over stdio (default) or Streamable HTTP")
+    source = serve.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workspace", action="append", metavar="DIR", help="a workspace folder (repeatable)")
+    source.add_argument("--config", metavar="FILE", help="a TOML configuration file")
+    serve.add_argument("--state-dir", metavar="DIR", help="with --workspace: where the ledger and key live")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve.add_argument("--host", help="HTTP bind address (default from config, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default from config, else 8765)")
+
+    demo = sub.add_parser("demo", help="walk through a confirmed delete against a real server")
+    demo.add_argument(
+        "--dir", metavar="DIR", help="where to create the sample workspace (default: a temp dir)"
+    )
+    demo.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    return parser
+
+
+def resolve_config(args: argparse.Namespace) -> Config:
+    if args.workspace:
+        if args.transport == "http":
+            raise ConfigError(
+                "--transport http needs --config FILE: HTTP principals and tokens come from config"
+            )
+        return config_for_directories(args.workspace, state_dir=args.state_dir)
+    if args.state_dir:
+        raise ConfigError("--state-dir goes with --workspace; set state_dir in the config file instead")
+    config = load_config(args.config)
+    http = config.http
+    if args.host:
+        http = dataclasses.replace(http, host=args.host)
+    if args.port is not None:
+        http = dataclasses.replace(http, port=args.port)
+    return dataclasses.replace(config, http=http)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from notewarden.app import build_http_app, serve_stdio
+    from notewarden.services import open_services
+
+    config = resolve_config(args)
+    services = open_services(config)
+    try:
+        if args.transport == "stdio":
+            anyio.run(serve_stdio, services)
+        else:
+            import uvicorn
+
+            app = build_http_app(services)
+            uvicorn.run(app, host=config.http.host, port=config.http.port, log_config=None, access_log=False)
+    finally:
+        services.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        if args.command == "serve":
+            return serve(args)
+        if args.command == "demo":
+            from notewarden.demo import run_demo
+
+            return run_demo(args.dir, transport=args.transport)
+    except ConfigError as exc:
+        print(f"notewarden: configuration error: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Configuration: a TOML file, or the `--workspace DIR` shorthand for a local stdio server.
+
+Everything that decides who may touch what comes from here and from the caller's
+credentials, never from anything a client says. The file is validated as a whole when
+loaded; an error names the key, what was wrong and what is allowed.
+
+    state_dir = "/var/lib/notewarden"          # ledger, sealing key (default: XDG state dir)
+    confirmation_ttl_seconds = 600             # how long a round-1 confirmation stays usable
+
+    [[workspace]]
+    uri = "file:///srv/notes/team-a"
+
+    [[principal]]
+    id = "alice"
+    workspaces = ["file:///srv/notes/team-a"]
+    token_sha256 = ["<hex sha-256 of a bearer token>"]
+
+    [stdio]
+    principal = "alice"
+
+    [http]
+    host = "127.0.0.1"
+    port = 8765
+    allowed_origins = ["http://localhost:*"]   # browser origins allowed to call /mcp
+    max_body_bytes = 1048576
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from notewarden.scope.uri import FileUri, UriError, parse_file_uri
+
+__all__ = ["Config", "ConfigError", "HttpSettings", "PrincipalConfig", "default_state_dir", "load_config"]
+
+LOCAL_PRINCIPAL = "local"
+_PRINCIPAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrincipalConfig:
+    id: str
+    workspaces: tuple[FileUri, ...]
+    token_sha256: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allowed_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    state_dir: Path
+    workspaces: tuple[FileUri, ...]
+    principals: Mapping[str, PrincipalConfig]
+    stdio_principal: str | None = None
+    confirmation_ttl_seconds: float = 600.0
+    http: HttpSettings = field(default_factory=HttpSettings)
+    source: Path | None = None
+
+    def principal_for_token(self, token: str) -> str | None:
+        """The principal whose configured token hash matches `token`, if any."""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        for principal in self.principals.values():
+            if digest in principal.token_sha256:
+                return principal.id
+        return None
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "notewarden"
+
+
+def config_for_directories(directories: list[str], *, state_dir: str | None = None) -> Config:
+    """The embedded default: every directory is a workspace granted to principal "local" over stdio."""
+    uris = tuple(_workspace_uri_for_dir(d) for d in directories)
+    if not uris:
+        raise ConfigError("give at least one --workspace DIR, or --config FILE")
+    local = PrincipalConfig(id=LOCAL_PRINCIPAL, workspaces=uris)
+    return Config(
+        state_dir=Path(state_dir) if state_dir else default_state_dir(),
+        workspaces=uris,
+        principals={LOCAL_PRINCIPAL: local},
+        stdio_principal=LOCAL_PRINCIPAL,
+    )
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    return parse_config(raw, source=path)
+
+
+def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
+    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
+    _reject_unknown(raw, known, "the top level")
+    state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
+    if not state_dir.is_absolute():
+        raise ConfigError(f"state_dir {str(state_dir)!r} must be an absolute path")
+
+    workspaces: list[FileUri] = []
+    for i, entry in enumerate(_tables(raw, "workspace")):
+        _reject_unknown(entry, {"uri"}, f"[[workspace]] #{i + 1}")
+        uri = _uri(_str(entry, "uri", f"[[workspace]] #{i + 1}"), f"[[workspace]] #{i + 1} uri")
+        if uri in workspaces:
+            raise ConfigError(f"workspace {uri} is listed twice")
+        for other in workspaces:
+            if uri.relative_to(other) is not None or other.relative_to(uri) is not None:
+                raise ConfigError(f"workspaces {other} and {uri} nest; workspaces must not overlap")
+        workspaces.append(uri)
+
+    principals: dict[str, PrincipalConfig] = {}
+    for i, entry in enumerate(_tables(raw, "principal")):
+        where = f"[[principal]] #{i + 1}"
+        _reject_unknown(entry, {"id", "workspaces", "token_sha256"}, where)
+        pid = _str(entry, "id", where)
+        if not _PRINCIPAL_ID.fullmatch(pid):
+            raise ConfigError(f"{where} id {pid!r} must match {_PRINCIPAL_ID.pattern}")
+        if pid in principals:
+            raise ConfigError(f"principal {pid!r} is defined twice")
+        grants = []
+        for text in _str_list(entry, "workspaces", where):
+            uri = _uri(text, f"{where} workspaces")
+            if uri not in workspaces:
+                raise ConfigError(
+                    f"principal {pid!r} is granted {uri}, which is not a [[workspace]]; "
+                    f"configured workspaces: {', '.join(map(str, workspaces)) or 'none'}"
+                )
+            grants.append(uri)
+        hashes = _str_list(entry, "token_sha256", where) if "token_sha256" in entry else []
+        for h in hashes:
+            if not _SHA256_HEX.fullmatch(h):
+                raise ConfigError(f"{where} token_sha256 entries must be 64 lowercase hex digits")
+        principals[pid] = PrincipalConfig(id=pid, workspaces=tuple(grants), token_sha256=frozenset(hashes))
+    seen: dict[str, str] = {}
+    for p in principals.values():
+        for h in p.token_sha256:
+            if h in seen:
+                raise ConfigError(f"principals {seen[h]!r} and {p.id!r} share a token hash")
+            seen[h] = p.id
+
+    stdio_principal = None
+    if "stdio" in raw:
+        stdio = _table(raw, "stdio")
+        _reject_unknown(stdio, {"principal"}, "[stdio]")
+        stdio_principal = _str(stdio, "principal", "[stdio]")
+        if stdio_principal not in principals:
+            raise ConfigError(f"[stdio] principal {stdio_principal!r} is not a [[principal]]")
+
+    http = HttpSettings()
+    if "http" in raw:
+        table = _table(raw, "http")
+        _reject_unknown(table, {"host", "port", "allowed_origins", "max_body_bytes"}, "[http]")
+        port = table.get("port", http.port)
+        body = table.get("max_body_bytes", http.max_body_bytes)
+        if not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ConfigError("[http] port must be an integer 0-65535")
+        if not isinstance(body, int) or body < 1024:
+            raise ConfigError("[http] max_body_bytes must be an integer >= 1024")
+        http = HttpSettings(
+            host=_str(table, "host", "[http]") if "host" in table else http.host,
+            port=port,
+            allowed_origins=tuple(_str_list(table, "allowed_origins", "[http]"))
+            if "allowed_origins" in table
+            else (),
+            max_body_bytes=body,
+        )
+
+    ttl = raw.get("confirmation_ttl_seconds", 600)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
+        raise ConfigError("confirmation_ttl_seconds must be a number of seconds between 1 and 86400")
+
+    return Config(
+        state_dir=state_dir,
+        workspaces=tuple(workspaces),
+        principals=principals,
+        stdio_principal=stdio_principal,
+        confirmation_ttl_seconds=float(ttl),
+        http=http,
+        source=source,
+    )
+
+
+def _workspace_uri_for_dir(directory: str) -> FileUri:
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"workspace directory {directory!r} does not exist or is not a directory")
+    return FileUri.from_path(str(path.resolve()))
+
+
+def _uri(text: str, where: str) -> FileUri:
+    try:
+        return parse_file_uri(text)
+    except UriError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _reject_unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(unknown)} in {where}; allowed: {', '.join(sorted(known))}"
+        )
+
+
+def _str(table: Mapping[str, Any], key: str, where: str = "the top level") -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{key} in {where} must be a non-empty string")
+    return value
+
+
+def _str_list(table: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = table.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key} in {where} must be a list of non-empty strings")
+    return list(value)
+
+
+def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = raw[key]
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{key}] must be a table")
+    return value
+
+
+def _tables(raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(f"[[{key}]] must be an array of tables")
+    return value

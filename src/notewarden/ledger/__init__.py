@@ -1,0 +1,89 @@
+"""The confirmation ledger: every confirmation is consumed exactly once, across all instances.
+
+Invariant: a confirmation id (the random `confirmation_id` sealed inside a round-1
+`requestState`) has at most one row, and that row is written in the same transaction as
+the effect it authorizes. Therefore:
+
+* two retries racing with the same accepted state, on one process or many, produce one
+  winner: the loser's `INSERT ... ON CONFLICT DO NOTHING RETURNING` returns no row;
+* a crash before COMMIT leaves neither the row nor the effect (SQL stores), or a file
+  step that is undone by recovery (the files store, see `notes.files`);
+* a crash after COMMIT leaves both: the note in the trash, the confirmation consumed.
+
+The claim is keyed on the authenticated id from inside the sealed state, never on the
+token text (base64 is malleable: many strings open to the same state).
+
+Terminal outcomes (accept+confirm, accept+not-confirmed, decline) consume; `cancel` and
+invalid answers do not, so the same state stays usable until it expires. Rows outlive
+their state's expiry by `EXPIRY_SKEW_SECONDS` and are then purged: growth is bounded by
+the confirmation rate times the TTL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["EXPIRY_SKEW_SECONDS", "Claim", "Ledger", "LedgerStats", "LedgerTxn", "LedgerUnavailable"]
+
+EXPIRY_SKEW_SECONDS = 120.0
+
+
+class LedgerUnavailable(Exception):
+    """The ledger database cannot be reached; nothing was changed and the call can be retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    confirmation_id: str
+    principal: str
+    tool: str
+    outcome: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerStats:
+    rows: int
+    oldest_expiry: float | None
+    purged_total: int
+
+
+class LedgerTxn(Protocol):
+    """One open write transaction (the critical section)."""
+
+    def claim_confirmation(self, claim: Claim) -> bool:
+        """Insert the claim; `False` when the id was already consumed (a replay)."""
+        ...
+
+    def prior_outcome(self, confirmation_id: str, principal: str) -> str | None:
+        """The outcome recorded for an already-consumed id of this principal."""
+        ...
+
+    def on_rollback(self, undo: Callable[[], object]) -> None:
+        """Run `undo` (last registered first) if the transaction does not commit."""
+        ...
+
+    @property
+    def connection(self) -> Any:
+        """The DB-API connection, for a store that shares this database and transaction."""
+        ...
+
+
+class Ledger(Protocol):
+    def critical_section(self) -> AbstractContextManager[LedgerTxn]:
+        """Open a write transaction that serializes every claim; commit on normal exit."""
+        ...
+
+    def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
+        """Read-only: the outcome an id was consumed with, so a non-consuming answer to an
+        already-used confirmation is reported as such instead of inviting another answer."""
+        ...
+
+    def purge_expired(self, now: float) -> int: ...
+
+    def stats(self) -> LedgerStats: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,219 @@
+"""SQLite ledger: the embedded default, for one host.
+
+`BEGIN IMMEDIATE` takes the database write lock before the first read, so a claim never
+has to upgrade a read snapshot (a deferred transaction in WAL mode can fail with
+SQLITE_BUSY at that point even with a busy timeout). The claim is
+`INSERT ... ON CONFLICT DO NOTHING RETURNING`: a row back means this transaction won.
+
+Durability: WAL with `synchronous=NORMAL` survives a killed process (every committed
+transaction is in the WAL before COMMIT returns); a power loss may lose the last
+transactions, never half of one. Set `synchronous=FULL` via `durability="full"` to also
+survive power loss, at one fsync per confirmation.
+
+Locking only coordinates processes on one host sharing the file: never put it on NFS.
+Use the PostgreSQL ledger for several hosts.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from notewarden.ledger import Claim, LedgerStats, LedgerUnavailable
+
+__all__ = ["LEDGER_MIGRATIONS", "SqliteLedger", "SqliteTxn", "apply_migrations"]
+
+logger = logging.getLogger(__name__)
+
+LEDGER_MIGRATIONS: Sequence[str] = (
+    """
+    CREATE TABLE confirmations (
+        confirmation_id TEXT PRIMARY KEY,
+        principal       TEXT NOT NULL,
+        tool            TEXT NOT NULL,
+        outcome         TEXT NOT NULL,
+        consumed_at     REAL NOT NULL,
+        expires_at      REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX confirmations_by_expiry ON confirmations (expires_at);
+    """,
+)
+
+_PURGE_INTERVAL_SECONDS = 60.0
+
+
+def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
+    """Bring `component`'s tables to the latest version; returns the number of steps applied."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        row = conn.execute("SELECT version FROM schema_versions WHERE component = ?", (component,)).fetchone()
+        current = row[0] if row else 0
+        if current > len(migrations):
+            raise RuntimeError(
+                f"database schema of {component} is version {current}, newer than this notewarden "
+                f"({len(migrations)}); upgrade notewarden"
+            )
+        for script in migrations[current:]:
+            for statement in (s.strip() for s in script.split(";")):
+                if statement:
+                    conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
+            "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+            (component, len(migrations)),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(migrations) - current
+
+
+class SqliteTxn:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._undo: list[Callable[[], object]] = []
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._conn
+
+    def claim_confirmation(self, claim: Claim) -> bool:
+        row = self._conn.execute(
+            "INSERT INTO confirmations (confirmation_id, principal, tool, outcome, consumed_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (confirmation_id) DO NOTHING RETURNING confirmation_id",
+            (
+                claim.confirmation_id,
+                claim.principal,
+                claim.tool,
+                claim.outcome,
+                time.time(),
+                claim.expires_at,
+            ),
+        ).fetchone()
+        return row is not None
+
+    def prior_outcome(self, confirmation_id: str, principal: str) -> str | None:
+        row = self._conn.execute(
+            "SELECT outcome FROM confirmations WHERE confirmation_id = ? AND principal = ?",
+            (confirmation_id, principal),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def on_rollback(self, undo: Callable[[], object]) -> None:
+        self._undo.append(undo)
+
+    def _run_undo(self) -> None:
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                logger.exception("undo step failed during rollback; recovery will finish it at next start")
+
+
+class SqliteLedger:
+    """Ledger in one SQLite file, shared by every process on the host that uses the same state dir."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durability: Literal["normal", "full"] = "normal",
+        busy_timeout_ms: int = 10_000,
+        migrations: Sequence[tuple[str, Sequence[str]]] = (),
+    ) -> None:
+        self.path = path
+        self._durability = durability
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._last_purge = 0.0
+        self._purged_total = 0
+        conn = self._connection()
+        apply_migrations(conn, "ledger", LEDGER_MIGRATIONS)
+        for component, steps in migrations:
+            apply_migrations(conn, component, steps)
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self._busy_timeout_ms / 1000,
+                )
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            except sqlite3.Error as exc:
+                raise LedgerUnavailable(f"cannot open the ledger database {self.path}: {exc}") from exc
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def critical_section(self) -> Iterator[SqliteTxn]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise LedgerUnavailable(
+                f"the ledger is busy or unavailable ({exc}); nothing was changed"
+            ) from exc
+        txn = SqliteTxn(conn)
+        try:
+            yield txn
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            finally:
+                txn._run_undo()
+            raise
+        self._maybe_purge()
+
+    def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
+        return SqliteTxn(self._connection()).prior_outcome(confirmation_id, principal)
+
+    def _maybe_purge(self) -> None:
+        now = time.time()
+        if now - self._last_purge >= _PURGE_INTERVAL_SECONDS:
+            self._last_purge = now
+            try:
+                self.purge_expired(now)
+            except sqlite3.Error:
+                logger.warning("ledger purge skipped: database busy", exc_info=True)
+
+    def purge_expired(self, now: float) -> int:
+        cursor = self._connection().execute("DELETE FROM confirmations WHERE expires_at < ?", (now,))
+        purged = cursor.rowcount
+        self._purged_total += purged
+        if purged:
+            logger.info("ledger purged expired confirmations", extra={"purged": purged})
+        return purged
+
+    def stats(self) -> LedgerStats:
+        rows, oldest = (
+            self._connection().execute("SELECT count(*), min(expires_at) FROM confirmations").fetchone()
+        )
+        return LedgerStats(rows=int(rows), oldest_expiry=oldest, purged_total=self._purged_total)
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()

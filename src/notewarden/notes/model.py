@@ -1,0 +1,72 @@
+"""The note model shared by every store: identity, title and the candidate rule.
+
+A note's id is its path relative to the workspace root, in POSIX form
+(`reports/tps.md`). Its title is the front-matter `title:`, else the first `# `
+heading, else the file stem. A note matches a title query when its title contains
+every word of the query, case-insensitively.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from notewarden.scope.fsroot import FileIdentity
+
+__all__ = ["TITLE_SCAN_BYTES", "Note", "extract_title", "match_words", "title_matches"]
+
+TITLE_SCAN_BYTES = 64 * 1024
+"""Only the head of a file is read to find its title; a note's title lives at the top."""
+
+_FRONT_MATTER_TITLE = re.compile(r"^title:\s*(.*?)\s*$", re.IGNORECASE)
+_HEADING = re.compile(r"^#\s+(.*?)\s*#*\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    id: str
+    title: str
+    identity: FileIdentity
+
+    @property
+    def size(self) -> int:
+        return self.identity.size
+
+    @property
+    def modified(self) -> float:
+        return self.identity.mtime_ns / 1e9
+
+
+def extract_title(head: bytes, note_id: str) -> str:
+    """The note's title from the first `TITLE_SCAN_BYTES` of its content."""
+    text = head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for line in lines[1:]:
+            if line.strip() in ("---", "..."):
+                break
+            found = _FRONT_MATTER_TITLE.match(line)
+            if found and found.group(1):
+                return _unquote(found.group(1))
+    for line in lines:
+        found = _HEADING.match(line)
+        if found and found.group(1):
+            return found.group(1)
+    stem = note_id.rsplit("/", 1)[-1]
+    return stem.rsplit(".", 1)[0] if "." in stem[1:] else stem
+
+
+def match_words(query: str) -> tuple[str, ...]:
+    return tuple(w.casefold() for w in query.split())
+
+
+def title_matches(title: str, words: Iterable[str]) -> bool:
+    folded = title.casefold()
+    return all(w in folded for w in words)
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value

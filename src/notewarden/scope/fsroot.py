@@ -1,0 +1,994 @@
+"""A capability for one workspace directory: the only code in notewarden that touches workspace files.
+
+A ``WorkspaceRoot`` holds an open directory fd, like Go's ``os.Root`` or Rust's ``cap_std::fs::Dir``, and
+resolves every note path relative to that fd. Linux only.
+
+Rule 1: note paths are relative POSIX paths of plain names joined by single slashes: UTF-8 (no lone
+surrogates), no NUL or other control characters, no backslash, no empty, ``.`` or ``..`` component, no
+leading or trailing slash, each component at most 255 bytes, the whole path at most 4095 bytes. The trash
+directory ``.notewarden-trash`` (first component) and names starting with ``.nw-tmp-`` are reserved.
+Anything else raises ``PathRejected`` before any system call is made.
+
+Rule 2: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
+listed, and using one as a parent or as the note itself raises ``EscapeBlocked``. Intermediate components
+are resolved with ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+RESOLVE_NO_XDEV)``; where openat2 is unavailable (ENOSYS, or EPERM/EINVAL/E2BIG from seccomp filters), or
+when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY``. The last component is
+then used with ``*at()`` calls relative to the parent fd and no-follow flags.
+
+Rule 3: no path string is ever re-opened by name from the root of the filesystem. The configured
+workspace path is opened once in ``WorkspaceRoot.open``; afterwards only the held fd is used, so renaming
+or replacing the configured directory does not redirect an open ``WorkspaceRoot``.
+
+Rule 4: resolution never crosses a mount point. openat2 enforces this with RESOLVE_NO_XDEV; the walk
+compares ``st_dev`` and, where ``statx`` reports it, the mount id of every directory with the root's.
+The mount id also catches bind mounts of the same filesystem, which keep ``st_dev``. Leaves (the note
+itself) get the same check, so a file bind-mounted over a note name is refused too.
+
+Rule 5: only regular files are notes. Files are opened with ``O_NONBLOCK | O_NOCTTY`` after an ``lstat``
+check and verified again with ``fstat``, so a FIFO, socket or device planted under a note name raises
+``NotARegularFile`` instead of hanging or opening a device.
+
+Rule 6: changes are exclusive or verified. New files use ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a dangling
+symlink at the name is refused, never written through). Replacement writes a temp file and swaps it in
+with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the expected one and swaps back
+if not. Quarantine and restore move with ``renameat2(RENAME_NOREPLACE)`` and compare identities before
+and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
+residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
+anything; only ``purge_trash_entry`` deletes, and only inside the trash directory.
+
+Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
+can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
+``read_note``/``quarantine`` refuse ``st_nlink > 1`` only when called with ``refuse_hardlinked=True``.
+The real defence is deployment: workspaces on their own filesystem and ``fs.protected_hardlinks=1``.
+
+Rule 8: error messages name the relative note path that was given and say what is allowed. They never
+contain absolute paths, not even the workspace's own; a rejected absolute note path is not echoed.
+
+Rule 9: every fd opened by an operation is closed before it returns (try/finally), on success and on
+error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import platform
+import re
+import secrets
+import stat
+import sys
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Final
+
+__all__ = [
+    "TRASH_DIR_NAME",
+    "EscapeBlocked",
+    "FileIdentity",
+    "FsError",
+    "IdentityMismatch",
+    "NotARegularFile",
+    "NoteEntry",
+    "NoteExists",
+    "NoteMissing",
+    "PathRejected",
+    "WorkspaceRoot",
+    "split_relative",
+]
+
+TRASH_DIR_NAME: Final = ".notewarden-trash"
+TMP_PREFIX: Final = ".nw-tmp-"
+FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
+MAX_COMPONENT_BYTES: Final = 255
+MAX_PATH_BYTES: Final = 4095
+
+_TRASH_NAME_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
+
+_RESOLVE_NO_XDEV: Final = 0x01
+_RESOLVE_NO_MAGICLINKS: Final = 0x02
+_RESOLVE_NO_SYMLINKS: Final = 0x04
+_RESOLVE_BENEATH: Final = 0x08
+_RESOLVE_FLAGS: Final = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_XDEV
+_SYS_OPENAT2: Final = 437
+_SYS_RENAMEAT2: Final = {"x86_64": 316, "aarch64": 276}
+_RENAME_NOREPLACE: Final = 1
+_RENAME_EXCHANGE: Final = 2
+_AT_SYMLINK_NOFOLLOW: Final = 0x100
+_AT_NO_AUTOMOUNT: Final = 0x800
+_AT_EMPTY_PATH: Final = 0x1000
+_STATX_MNT_ID: Final = 0x1000
+_STATX_MNT_ID_OFFSET: Final = 144
+_EAGAIN_RETRIES: Final = 8
+_UNAVAILABLE_ERRNOS: Final = frozenset({errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG})
+_READ_CHUNK: Final = 1 << 16
+
+_DIR_PATH: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_DIR_READ: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+class FsError(Exception):
+    """Base class. The message says what was wrong and what is allowed, with relative paths only."""
+
+
+class PathRejected(FsError):
+    """A note path or trash name is malformed; rejected before touching the filesystem."""
+
+
+class EscapeBlocked(FsError):
+    """Resolution met a symlink, magic link, mount crossing or other way out of the workspace."""
+
+
+class NotARegularFile(FsError):
+    """A directory, FIFO, socket or device sits where a note was expected."""
+
+
+class IdentityMismatch(FsError):
+    """The entry is not the file that was confirmed (dev, ino, mtime_ns or size differ)."""
+
+
+class NoteMissing(FsError):
+    """The note, a parent directory or a trash entry does not exist."""
+
+
+class NoteExists(FsError):
+    """An exclusive create, restore or quarantine found its target name taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """What makes a confirmed file that file: its inode plus the content version callers saw."""
+
+    dev: int
+    ino: int
+    mtime_ns: int
+    size: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileIdentity:
+        return cls(st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteEntry:
+    path: str
+    identity: FileIdentity
+    nlink: int
+
+
+def split_relative(path: str) -> tuple[str, ...]:
+    """Validate a note path (Rule 1) and return its components."""
+    if not isinstance(path, str):
+        raise PathRejected("note path must be a string")
+    if not path:
+        raise PathRejected("note path is empty; give a relative path such as 'dir/note.md'")
+    if _CONTROL_RE.search(path):
+        raise PathRejected(f"note path {path!r} contains NUL or control characters, which are not allowed")
+    if "\\" in path:
+        raise PathRejected(f"note path {path!r} contains a backslash; separate components with '/'")
+    if path.startswith("/"):
+        raise PathRejected("note path is absolute; give a path relative to the workspace")
+    if path.endswith("/"):
+        raise PathRejected(f"note path {path!r} ends with '/'; name a file, not a directory")
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRejected(f"note path {path!r} is not valid UTF-8") from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRejected(f"note path is {len(encoded)} bytes long; at most {MAX_PATH_BYTES} are allowed")
+    parts = tuple(path.split("/"))
+    for part in parts:
+        if part in ("", ".", ".."):
+            raise PathRejected(
+                f"note path {path!r} has an empty, '.' or '..' component; only plain names are allowed"
+            )
+        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
+            raise PathRejected(f"note path {path!r} has a component longer than {MAX_COMPONENT_BYTES} bytes")
+        if part.startswith(TMP_PREFIX):
+            raise PathRejected(f"note path {path!r}: names starting with {TMP_PREFIX!r} are reserved")
+    if parts[0] == TRASH_DIR_NAME:
+        raise PathRejected(f"note path {path!r}: {TRASH_DIR_NAME!r} is reserved for the trash")
+    return parts
+
+
+def _check_trash_name(name: str) -> str:
+    if not isinstance(name, str) or not _TRASH_NAME_RE.fullmatch(name) or name in (".", ".."):
+        raise PathRejected(
+            f"trash name {name!r} is not allowed; use 1-200 characters from [A-Za-z0-9._-], not '.' or '..'"
+        )
+    return name
+
+
+def _addressable(path: str) -> bool:
+    """Listing shows only what the other operations accept, so every listed path can be used."""
+    try:
+        split_relative(path)
+    except PathRejected:
+        return False
+    return True
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+
+_libc: Final = ctypes.CDLL(None, use_errno=True)
+_libc_syscall: Final = getattr(_libc, "syscall", None)
+_libc_renameat2: Final = getattr(_libc, "renameat2", None)
+_libc_statx: Final = getattr(_libc, "statx", None)
+if _libc_renameat2 is not None:
+    _libc_renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    _libc_renameat2.restype = ctypes.c_int
+if _libc_statx is not None:
+    _libc_statx.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p)
+    _libc_statx.restype = ctypes.c_int
+
+_openat2_state: bool | None = None
+"""Process-wide probe result: None until the first WorkspaceRoot.open that does not force the walk."""
+
+
+def _errno_error(err: int) -> OSError:
+    return OSError(err, os.strerror(err))
+
+
+def _raw_openat2(dirfd: int, path: str, flags: int) -> int:
+    """One openat2 call; raises OSError. EAGAIN/EINTR are retried, then reported as EAGAIN."""
+    if _libc_syscall is None:
+        raise _errno_error(errno.ENOSYS)
+    how = _OpenHow(flags, 0, _RESOLVE_FLAGS)
+    encoded = os.fsencode(path)
+    err = errno.EAGAIN
+    for _ in range(_EAGAIN_RETRIES):
+        ctypes.set_errno(0)
+        fd = int(
+            _libc_syscall(
+                ctypes.c_long(_SYS_OPENAT2),
+                ctypes.c_int(dirfd),
+                ctypes.c_char_p(encoded),
+                ctypes.byref(how),
+                ctypes.c_size_t(ctypes.sizeof(how)),
+            )
+        )
+        if fd >= 0:
+            return fd
+        err = ctypes.get_errno()
+        if err not in (errno.EAGAIN, errno.EINTR):
+            break
+    raise _errno_error(err)
+
+
+def _probe_openat2(dirfd: int) -> bool:
+    """Probe once per process; seccomp filters answer EPERM/ENOSYS, old kernels ENOSYS or E2BIG."""
+    global _openat2_state
+    if _openat2_state is None:
+        try:
+            os.close(_raw_openat2(dirfd, ".", _DIR_PATH))
+            _openat2_state = True
+        except OSError as exc:
+            _openat2_state = exc.errno not in _UNAVAILABLE_ERRNOS
+    return _openat2_state
+
+
+def _renameat2(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> None:
+    """renameat2 via glibc, else the raw syscall; raises OSError (ENOSYS when neither exists)."""
+    a, b = os.fsencode(src), os.fsencode(dst)
+    ctypes.set_errno(0)
+    if _libc_renameat2 is not None:
+        rc = int(_libc_renameat2(src_dir, a, dst_dir, b, flags))
+    elif _libc_syscall is not None and platform.machine() in _SYS_RENAMEAT2:
+        rc = int(
+            _libc_syscall(
+                ctypes.c_long(_SYS_RENAMEAT2[platform.machine()]),
+                ctypes.c_int(src_dir),
+                ctypes.c_char_p(a),
+                ctypes.c_int(dst_dir),
+                ctypes.c_char_p(b),
+                ctypes.c_uint(flags),
+            )
+        )
+    else:
+        raise _errno_error(errno.ENOSYS)
+    if rc != 0:
+        raise _errno_error(ctypes.get_errno())
+
+
+def _rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
+    """Move without replacing. If renameat2 is unavailable, check-then-rename: the residual race is
+    another writer creating ``dst`` between the check and the rename, which would then be replaced.
+    Our destinations are the private 0700 trash or a restore target, so that writer must be this uid."""
+    try:
+        _renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+        return
+    except OSError as exc:
+        if exc.errno not in _UNAVAILABLE_ERRNOS:
+            raise
+    try:
+        os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+        return
+    raise _errno_error(errno.EEXIST)
+
+
+def _mount_id(dirfd: int, name: str = "") -> int | None:
+    """Mount id from statx, or None where statx or STATX_MNT_ID is unavailable."""
+    if _libc_statx is None:
+        return None
+    buf = ctypes.create_string_buffer(256)
+    flags = _AT_EMPTY_PATH if not name else _AT_SYMLINK_NOFOLLOW | _AT_NO_AUTOMOUNT
+    ctypes.set_errno(0)
+    if int(_libc_statx(dirfd, os.fsencode(name), flags, _STATX_MNT_ID, buf)) != 0:
+        err = ctypes.get_errno()
+        if err in (errno.ENOSYS, errno.EPERM, errno.EINVAL):
+            return None
+        raise _errno_error(err)
+    if not int.from_bytes(buf.raw[0:4], sys.byteorder) & _STATX_MNT_ID:
+        return None
+    return int.from_bytes(buf.raw[_STATX_MNT_ID_OFFSET : _STATX_MNT_ID_OFFSET + 8], sys.byteorder)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _generic(display: str, exc: OSError) -> FsError:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return FsError(f"{display}: permission denied")
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathRejected(f"{display}: name too long")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return FsError(f"{display}: no space left in the workspace")
+    return FsError(f"{display}: {exc.strerror or 'error'}")
+
+
+def _escape(display: str) -> EscapeBlocked:
+    return EscapeBlocked(
+        f"{display}: a component is a symbolic link or mount point, or leaves the workspace; "
+        "symlinks are never followed and paths must stay on the workspace's own mount"
+    )
+
+
+class WorkspaceRoot:
+    """An open workspace directory; every operation resolves beneath it (see the module rules)."""
+
+    __slots__ = ("_dev", "_fd", "_ino", "_mnt", "_resolver")
+
+    def __init__(self, fd: int, resolver: str) -> None:
+        st = os.fstat(fd)
+        self._fd: int | None = fd
+        self._dev = st.st_dev
+        self._ino = st.st_ino
+        self._mnt = _mount_id(fd)
+        self._resolver = resolver
+
+    @classmethod
+    def open(cls, path: str, *, force_fallback: bool | None = None) -> WorkspaceRoot:
+        """Open an operator-configured absolute directory. Its last component must not be a symlink."""
+        if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+            raise PathRejected("workspace root must be an absolute path without NUL characters")
+        if force_fallback is None:
+            force_fallback = os.environ.get(FORCE_FALLBACK_ENV) == "1"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise NoteMissing("workspace root does not exist") from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+                if os.path.islink(path):
+                    raise EscapeBlocked(
+                        "workspace root is a symbolic link; configure the real directory"
+                    ) from None
+                raise NotARegularFile("workspace root is not a directory") from None
+            raise _generic("workspace root", exc) from exc
+        try:
+            resolver = "walk" if force_fallback or not _probe_openat2(fd) else "openat2"
+            return cls(fd, resolver)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        return (self._dev, self._ino)
+
+    @property
+    def resolver(self) -> str:
+        return self._resolver
+
+    def __repr__(self) -> str:
+        return f"WorkspaceRoot(identity={self.identity}, resolver={self._resolver!r})"
+
+    def __enter__(self) -> WorkspaceRoot:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _root(self) -> int:
+        if self._fd is None:
+            raise FsError("workspace root is closed")
+        return self._fd
+
+    def verify_identity(self, expected: tuple[int, int]) -> None:
+        """Check that the held root is the directory recorded earlier (e.g. sealed in requestState)."""
+        st = os.fstat(self._root())
+        if (st.st_dev, st.st_ino) != tuple(expected):
+            raise EscapeBlocked("workspace root is not the directory that was confirmed")
+        if st.st_nlink == 0:
+            raise EscapeBlocked("workspace root directory has been removed")
+
+    # Resolution
+
+    def _check_same_mount(self, fd: int, display: str) -> None:
+        if os.fstat(fd).st_dev != self._dev:
+            raise _escape(display)
+        if self._mnt is not None and _mount_id(fd) != self._mnt:
+            raise _escape(display)
+
+    def _check_leaf_mount(self, st: os.stat_result, dirfd: int, name: str, display: str) -> None:
+        if st.st_dev != self._dev:
+            raise _escape(display)
+        if self._mnt is not None:
+            try:
+                mnt = _mount_id(dirfd, name)
+            except FileNotFoundError:
+                raise NoteMissing(f"{display}: no such note") from None
+            if mnt != self._mnt:
+                raise _escape(display)
+
+    def _classify_step(self, prev: int, part: str, exc: OSError, display: str) -> FsError:
+        if exc.errno == errno.ENOENT:
+            return NoteMissing(f"{display}: directory {part!r} does not exist")
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+            try:
+                st = os.stat(part, dir_fd=prev, follow_symlinks=False)
+            except FileNotFoundError:
+                return NoteMissing(f"{display}: directory {part!r} does not exist")
+            except OSError:
+                return _escape(display)
+            if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                return _escape(display)
+            return NoteMissing(f"{display}: {part!r} is not a directory")
+        if exc.errno in (errno.EXDEV, errno.EAGAIN):
+            return _escape(display)
+        return _generic(display, exc)
+
+    def _step(self, prev: int, part: str, flags: int, display: str) -> int:
+        """Open one directory component beneath ``prev``, refusing symlinks and mount crossings."""
+        try:
+            if self._resolver == "openat2":
+                return _raw_openat2(prev, part, flags)
+            fd = os.open(part, flags | os.O_NOFOLLOW, dir_fd=prev)
+        except OSError as exc:
+            raise self._classify_step(prev, part, exc, display) from exc
+        try:
+            self._check_same_mount(fd, display)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_dir(self, parts: tuple[str, ...], flags: int, display: str, *, create: bool = False) -> int:
+        """Open the directory ``parts`` beneath the root; ``create`` makes missing ones with mkdirat."""
+        root = self._root()
+        if not parts:
+            return os.open(".", flags, dir_fd=root)
+        if self._resolver == "openat2" and not create:
+            try:
+                return _raw_openat2(root, "/".join(parts), flags)
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    raise NoteMissing(f"{display}: a parent directory does not exist") from exc
+                if exc.errno == errno.ENOTDIR:
+                    raise NoteMissing(f"{display}: a parent component is not a directory") from exc
+                if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EAGAIN):
+                    raise _escape(display) from exc
+                raise _generic(display, exc) from exc
+        prev = root
+        try:
+            for i, part in enumerate(parts):
+                step_flags = flags if i == len(parts) - 1 else _DIR_PATH
+                try:
+                    fd = self._step(prev, part, step_flags, display)
+                except NoteMissing:
+                    if not create:
+                        raise
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=prev)
+                    except FileExistsError:
+                        pass
+                    except OSError as exc:
+                        raise _generic(display, exc) from exc
+                    fd = self._step(prev, part, step_flags, display)
+                if prev != root:
+                    os.close(prev)
+                prev = fd
+            return prev
+        except BaseException:
+            if prev != root:
+                os.close(prev)
+            raise
+
+    def _lstat_leaf(self, pfd: int, name: str, display: str) -> os.stat_result:
+        """lstat the last component; require a regular file on the workspace's mount."""
+        try:
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise NoteMissing(f"{display}: no such note") from None
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise EscapeBlocked(f"{display}: is a symbolic link; symlinks are never followed")
+        self._check_leaf_mount(st, pfd, name, display)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{display}: is not a regular file; only regular files are notes")
+        return st
+
+    # Notes
+
+    def list_notes(
+        self,
+        suffixes: tuple[str, ...] = (".md", ".markdown"),
+        *,
+        skip_hidden: bool = True,
+        max_entries: int = 1_000_000,
+    ) -> list[NoteEntry]:
+        """All regular files with one of ``suffixes`` (case-insensitive), sorted by path.
+
+        Each directory is opened through the same resolver as note paths and must still be the inode
+        seen in its parent's listing, so a directory swapped for a symlink or mount mid-walk is skipped,
+        as are unreadable directories, names that ``split_relative`` would reject, the trash and temp
+        files. More than ``max_entries`` directory entries raise FsError rather than truncating.
+        """
+        wanted = tuple(s.lower() for s in suffixes)
+        notes: list[NoteEntry] = []
+        stack: list[tuple[tuple[str, ...], tuple[int, int]]] = [((), self.identity)]
+        seen = 0
+        while stack:
+            parts, expected = stack.pop()
+            display = "/".join(parts) or "workspace root"
+            try:
+                dfd = self._open_dir(parts, _DIR_READ, display)
+            except (EscapeBlocked, NoteMissing):
+                continue
+            except FsError:
+                if not parts:
+                    raise
+                continue
+            try:
+                st = os.fstat(dfd)
+                if (st.st_dev, st.st_ino) != expected:
+                    continue
+                with os.scandir(dfd) as it:
+                    entries = list(it)
+                for entry in entries:
+                    seen += 1
+                    if seen > max_entries:
+                        raise FsError(f"workspace has more than {max_entries} entries; listing refused")
+                    name = entry.name
+                    rel = (*parts, name)
+                    if (skip_hidden and name.startswith(".")) or not _addressable("/".join(rel)):
+                        continue
+                    try:
+                        est = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if est.st_dev != self._dev:
+                        continue
+                    if stat.S_ISDIR(est.st_mode):
+                        stack.append((rel, (est.st_dev, est.st_ino)))
+                    elif stat.S_ISREG(est.st_mode) and name.lower().endswith(wanted):
+                        if self._mnt is not None:
+                            try:
+                                if _mount_id(dfd, name) != self._mnt:
+                                    continue
+                            except OSError:
+                                continue
+                        notes.append(NoteEntry("/".join(rel), FileIdentity.of(est), est.st_nlink))
+            finally:
+                os.close(dfd)
+        notes.sort(key=lambda n: n.path)
+        return notes
+
+    def stat_note(self, path: str) -> NoteEntry:
+        parts = split_relative(path)
+        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        try:
+            st = self._lstat_leaf(pfd, parts[-1], path)
+        finally:
+            os.close(pfd)
+        return NoteEntry(path, FileIdentity.of(st), st.st_nlink)
+
+    def read_note(
+        self, path: str, *, max_bytes: int = 8 * 1024 * 1024, refuse_hardlinked: bool = False
+    ) -> tuple[bytes, FileIdentity]:
+        """Read a whole note. The identity comes from the fstat taken before reading, so a concurrent
+        write makes it stale (and a later replace/quarantine with it fails) rather than falsely current."""
+        return self._read(path, max_bytes, whole=True, refuse_hardlinked=refuse_hardlinked)
+
+    def read_head(self, path: str, max_bytes: int) -> tuple[bytes, FileIdentity]:
+        """The first ``max_bytes`` of a note (its title lives there), with the same checks as read_note."""
+        return self._read(path, max_bytes, whole=False, refuse_hardlinked=False)
+
+    def _read(
+        self, path: str, max_bytes: int, *, whole: bool, refuse_hardlinked: bool
+    ) -> tuple[bytes, FileIdentity]:
+        parts = split_relative(path)
+        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        try:
+            self._lstat_leaf(pfd, parts[-1], path)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+            try:
+                fd = os.open(parts[-1], flags, dir_fd=pfd)
+            except FileNotFoundError:
+                raise NoteMissing(f"{path}: no such note") from None
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise EscapeBlocked(f"{path}: is a symbolic link; symlinks are never followed") from exc
+                if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
+                    raise NotARegularFile(f"{path}: is not a regular file") from exc
+                raise _generic(path, exc) from exc
+        finally:
+            os.close(pfd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotARegularFile(f"{path}: is not a regular file; only regular files are notes")
+            self._check_same_mount(fd, path)
+            if refuse_hardlinked and st.st_nlink > 1:
+                raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
+            if whole and st.st_size > max_bytes:
+                raise FsError(f"{path}: is {st.st_size} bytes; at most {max_bytes} may be read")
+            return _read_fd(fd, max_bytes, whole, path), FileIdentity.of(st)
+        finally:
+            os.close(fd)
+
+    def _classify_exists(self, pfd: int, name: str, display: str) -> FsError:
+        try:
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+        except OSError:
+            return NoteExists(f"{display}: already exists")
+        if stat.S_ISLNK(st.st_mode):
+            return EscapeBlocked(
+                f"{display}: a symbolic link occupies this name; symlinks are never followed"
+            )
+        return NoteExists(f"{display}: already exists; choose another name")
+
+    def create_note(self, path: str, data: bytes, *, make_parents: bool = False) -> FileIdentity:
+        """Create a new note exclusively. Missing parents are made with mkdirat when ``make_parents``."""
+        parts = split_relative(path)
+        name = parts[-1]
+        pfd = self._open_dir(parts[:-1], _DIR_READ, path, create=make_parents)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+            try:
+                fd = os.open(name, flags, 0o666, dir_fd=pfd)
+            except FileExistsError:
+                raise self._classify_exists(pfd, name, path) from None
+            except OSError as exc:
+                raise _generic(path, exc) from exc
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+                st = os.fstat(fd)
+            except OSError as exc:
+                self._unlink_if_same(pfd, name, os.fstat(fd))
+                raise _generic(path, exc) from exc
+            finally:
+                os.close(fd)
+            _fsync_dir(pfd)
+            return FileIdentity.of(st)
+        finally:
+            os.close(pfd)
+
+    @staticmethod
+    def _unlink_if_same(dirfd: int, name: str, ours: os.stat_result) -> None:
+        """Remove a file we created, only while the name still refers to our inode."""
+        try:
+            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino):
+                os.unlink(name, dir_fd=dirfd)
+        except OSError:
+            pass
+
+    def replace_note(self, path: str, data: bytes, *, expected: FileIdentity) -> FileIdentity:
+        """Replace a note's content if it is still ``expected`` (optimistic concurrency).
+
+        The new content is written to an O_EXCL temp file and fsynced, then swapped in with
+        RENAME_EXCHANGE; the displaced entry is checked against ``expected`` and swapped back on
+        mismatch, so no other writer's version is lost. Without RENAME_EXCHANGE the check runs just
+        before a plain renameat, leaving a window in which a concurrent write can be overwritten.
+        """
+        parts = split_relative(path)
+        name = parts[-1]
+        pfd = self._open_dir(parts[:-1], _DIR_READ, path)
+        try:
+            st = self._lstat_leaf(pfd, name, path)
+            if FileIdentity.of(st) != expected:
+                raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
+            tmp, tst = self._write_temp(pfd, data, stat.S_IMODE(st.st_mode) & 0o777, path)
+            try:
+                self._swap_in(pfd, tmp, name, expected, path)
+            except BaseException:
+                self._unlink_if_same(pfd, tmp, tst)
+                raise
+            _fsync_dir(pfd)
+            return FileIdentity.of(tst)
+        finally:
+            os.close(pfd)
+
+    def _write_temp(self, pfd: int, data: bytes, mode: int, display: str) -> tuple[str, os.stat_result]:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        tmp = TMP_PREFIX + secrets.token_hex(8)
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=pfd)
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+            return tmp, os.fstat(fd)
+        except OSError as exc:
+            self._unlink_if_same(pfd, tmp, os.fstat(fd))
+            raise _generic(display, exc) from exc
+        finally:
+            os.close(fd)
+
+    def _swap_in(self, pfd: int, tmp: str, name: str, expected: FileIdentity, display: str) -> None:
+        try:
+            _renameat2(pfd, tmp, pfd, name, _RENAME_EXCHANGE)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                raise NoteMissing(f"{display}: no such note") from exc
+            if exc.errno not in _UNAVAILABLE_ERRNOS:
+                raise _generic(display, exc) from exc
+            if FileIdentity.of(self._lstat_leaf(pfd, name, display)) != expected:
+                raise IdentityMismatch(
+                    f"{display}: changed since it was read; re-read it and retry"
+                ) from None
+            try:
+                os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+            except OSError as exc2:
+                raise _generic(display, exc2) from exc2
+            return
+        try:
+            old = os.stat(tmp, dir_fd=pfd, follow_symlinks=False)
+        except OSError:
+            old = None
+        if old is None or not stat.S_ISREG(old.st_mode) or FileIdentity.of(old) != expected:
+            try:
+                _renameat2(pfd, tmp, pfd, name, _RENAME_EXCHANGE)
+            except OSError as exc:
+                raise IdentityMismatch(
+                    f"{display}: changed during the replace and could not be swapped back; "
+                    f"the other version is kept as {tmp!r} in the same directory"
+                ) from exc
+            raise IdentityMismatch(f"{display}: changed since it was read; re-read it and retry")
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=pfd)
+
+    # Trash
+
+    def _open_trash(self, *, create: bool) -> int:
+        """Open the trash held by fd: a real 0700 directory of this uid on the workspace's mount."""
+        root = self._root()
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        display = "trash directory"
+        for attempt in (0, 1):
+            try:
+                fd = os.open(TRASH_DIR_NAME, flags, dir_fd=root)
+                break
+            except FileNotFoundError:
+                if not create or attempt:
+                    raise NoteMissing("the trash directory does not exist") from None
+                try:
+                    os.mkdir(TRASH_DIR_NAME, 0o700, dir_fd=root)
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise _generic(display, exc) from exc
+            except OSError as exc:
+                err = self._classify_step(root, TRASH_DIR_NAME, exc, display)
+                if isinstance(err, NoteMissing):
+                    err = FsError(f"{TRASH_DIR_NAME!r} exists but is not a directory; move it away")
+                raise err from exc
+        try:
+            st = os.fstat(fd)
+            self._check_same_mount(fd, display)
+            if st.st_uid != os.geteuid():
+                raise FsError("trash directory is owned by another user; it must belong to the service")
+            if stat.S_IMODE(st.st_mode) != 0o700:
+                os.fchmod(fd, 0o700)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def quarantine(
+        self, path: str, trash_name: str, expected: FileIdentity, *, refuse_hardlinked: bool = False
+    ) -> FileIdentity:
+        """Move a confirmed note into the trash as ``trash_name``; nothing is unlinked.
+
+        The entry must be a regular file whose identity equals ``expected`` before the move, and the
+        moved entry must still have it afterwards; otherwise it is moved back and IdentityMismatch raised.
+        """
+        parts = split_relative(path)
+        _check_trash_name(trash_name)
+        name = parts[-1]
+        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        try:
+            st = self._lstat_leaf(pfd, name, path)
+            if FileIdentity.of(st) != expected:
+                raise IdentityMismatch(f"{path}: is not the file that was confirmed; nothing was moved")
+            if refuse_hardlinked and st.st_nlink > 1:
+                raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
+            tfd = self._open_trash(create=True)
+            try:
+                self._move(pfd, name, tfd, trash_name, path, f"trash entry {trash_name!r}")
+                try:
+                    moved = os.stat(trash_name, dir_fd=tfd, follow_symlinks=False)
+                except OSError:
+                    moved = None
+                if moved is None or not stat.S_ISREG(moved.st_mode) or FileIdentity.of(moved) != expected:
+                    try:
+                        _rename_noreplace(tfd, trash_name, pfd, name)
+                    except OSError:
+                        raise IdentityMismatch(
+                            f"{path}: changed during quarantine and its name was taken again; "
+                            f"the moved entry stays in the trash as {trash_name!r}"
+                        ) from None
+                    raise IdentityMismatch(f"{path}: changed during quarantine; it was moved back")
+                return FileIdentity.of(moved)
+            finally:
+                os.close(tfd)
+        finally:
+            os.close(pfd)
+
+    def _move(
+        self, src_dir: int, src: str, dst_dir: int, dst: str, src_display: str, dst_display: str
+    ) -> None:
+        try:
+            _rename_noreplace(src_dir, src, dst_dir, dst)
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise self._classify_exists(dst_dir, dst, dst_display) from exc
+            if exc.errno == errno.ENOENT:
+                raise NoteMissing(f"{src_display}: no such note") from exc
+            if exc.errno in (errno.EXDEV, errno.EBUSY):
+                raise _escape(src_display) from exc
+            if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.ENOTEMPTY):
+                raise NotARegularFile(f"{src_display}: is not a regular file") from exc
+            raise _generic(src_display, exc) from exc
+
+    def restore(self, trash_name: str, path: str) -> FileIdentity:
+        """Move a trash entry back to ``path`` without replacing anything; parents are recreated."""
+        _check_trash_name(trash_name)
+        parts = split_relative(path)
+        display = f"trash entry {trash_name!r}"
+        tfd = self._open_trash(create=False)
+        try:
+            st = self._lstat_leaf(tfd, trash_name, display)
+            pfd = self._open_dir(parts[:-1], _DIR_PATH, path, create=True)
+            try:
+                self._move(tfd, trash_name, pfd, parts[-1], display, path)
+            finally:
+                os.close(pfd)
+            return FileIdentity.of(st)
+        finally:
+            os.close(tfd)
+
+    def trash_entry(self, trash_name: str) -> FileIdentity | None:
+        _check_trash_name(trash_name)
+        try:
+            tfd = self._open_trash(create=False)
+        except NoteMissing:
+            return None
+        try:
+            return FileIdentity.of(self._lstat_leaf(tfd, trash_name, f"trash entry {trash_name!r}"))
+        except NoteMissing:
+            return None
+        finally:
+            os.close(tfd)
+
+    def list_trash(self) -> list[str]:
+        """Names in the trash directory, sorted; empty when there is no trash yet."""
+        try:
+            tfd = self._open_trash(create=False)
+        except NoteMissing:
+            return []
+        try:
+            return sorted(name for name in os.listdir(tfd) if _TRASH_NAME_RE.fullmatch(name))
+        finally:
+            os.close(tfd)
+
+    def write_trash_file(self, trash_name: str, data: bytes) -> None:
+        """Create a small file in the trash exclusively (a sidecar describing an entry), durably."""
+        _check_trash_name(trash_name)
+        tfd = self._open_trash(create=True)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+            try:
+                fd = os.open(trash_name, flags, 0o600, dir_fd=tfd)
+            except FileExistsError:
+                raise NoteExists(f"trash entry {trash_name!r}: already exists") from None
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_dir(tfd)
+        finally:
+            os.close(tfd)
+
+    def read_trash_file(self, trash_name: str, max_bytes: int) -> bytes:
+        _check_trash_name(trash_name)
+        display = f"trash entry {trash_name!r}"
+        tfd = self._open_trash(create=False)
+        try:
+            self._lstat_leaf(tfd, trash_name, display)
+            fd = os.open(trash_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=tfd)
+        finally:
+            os.close(tfd)
+        try:
+            return _read_fd(fd, max_bytes, True, display)
+        finally:
+            os.close(fd)
+
+    def purge_trash_entry(self, trash_name: str) -> None:
+        """Permanently delete one trash entry (unlinkat in the trash fd; never follows, never recurses)."""
+        _check_trash_name(trash_name)
+        display = f"trash entry {trash_name!r}"
+        tfd = self._open_trash(create=False)
+        try:
+            os.unlink(trash_name, dir_fd=tfd)
+        except FileNotFoundError:
+            raise NoteMissing(f"{display}: does not exist") from None
+        except IsADirectoryError:
+            raise NotARegularFile(f"{display}: is a directory; only files are purged") from None
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        finally:
+            os.close(tfd)
+
+
+def _read_fd(fd: int, max_bytes: int, whole: bool, display: str) -> bytes:
+    """Read up to ``max_bytes``; with ``whole``, a file that grows past the limit is an error."""
+    chunks: list[bytes] = []
+    total = 0
+    limit = max_bytes + 1 if whole else max_bytes
+    while total < limit:
+        chunk = os.read(fd, min(_READ_CHUNK, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if whole and total > max_bytes:
+        raise FsError(f"{display}: grew beyond {max_bytes} bytes while being read")
+    return b"".join(chunks)
+
+
+def _fsync_dir(dirfd: int) -> None:
+    """Make a create or rename durable; best effort, since the data itself is already fsynced."""
+    try:
+        fd = os.open(".", _DIR_READ, dir_fd=dirfd)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,62 @@
+"""The long-lived parts a running server is made of, built once from configuration."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from notewarden.config import Config
+from notewarden.ledger import Ledger
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.files import FILES_STORE_MIGRATIONS, FilesNoteStore
+from notewarden.notes.store import NoteStore
+from notewarden.scope.grants import Grants
+from notewarden.sealing import load_or_create_keys
+
+__all__ = ["Services", "open_services"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    config: Config
+    grants: Grants
+    ledger: Ledger
+    store: NoteStore
+    sealing_keys: list[bytes]
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.grants.close()
+
+
+def open_services(config: Config) -> Services:
+    """Open workspaces, ledger and keys, then finish any delete a crash interrupted."""
+    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    grants = Grants(config)
+    grants.open_all()
+    ledger = SqliteLedger(
+        config.state_dir / "notewarden.sqlite3", migrations=[("files_store", FILES_STORE_MIGRATIONS)]
+    )
+    store = FilesNoteStore()
+    services = Services(
+        config=config,
+        grants=grants,
+        ledger=ledger,
+        store=store,
+        sealing_keys=load_or_create_keys(config.state_dir),
+    )
+    recover_interrupted_deletes(services)
+    return services
+
+
+def recover_interrupted_deletes(services: Services) -> int:
+    recovered = 0
+    with services.ledger.critical_section() as txn:
+        for workspace in services.config.workspaces:
+            root = services.grants.root(workspace)
+            recovered += services.store.recover(txn, workspace, root)
+    if recovered:
+        logger.warning("recovered %d interrupted delete(s) at start-up", recovered)
+    return recovered

@@ -1,0 +1,164 @@
+"""Tool registry: definitions, argument validation, and the error table.
+
+`tools/list` is computed once at start-up, sorted by name, and never varies per request
+or connection. A call's arguments are validated against the tool's `inputSchema` (JSON
+Schema 2020-12, no remote `$ref`) before the handler runs.
+
+Error policy (spec open point O-4), as a table: protocol-level problems are JSON-RPC
+errors, everything a model can correct is a tool result with `isError: true` and
+`structuredContent.error = {code, message}`.
+
+| raised                                   | becomes                                      |
+|------------------------------------------|----------------------------------------------|
+| unknown tool name                        | JSON-RPC -32602                              |
+| `MissingCapability`                      | JSON-RPC -32021, data.requiredCapabilities   |
+| `confirm.state.InvalidState`             | JSON-RPC -32602 "Invalid or expired requestState" |
+| `ToolFailure` and the mapped domain errors below | tool error with the code in `ERROR_CODES` |
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from jsonschema import Draft202012Validator
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+
+from notewarden.confirm.state import InvalidState
+from notewarden.ledger import LedgerUnavailable
+from notewarden.scope import fsroot
+from notewarden.scope.grants import AuthorizationError, ScopeError
+
+__all__ = [
+    "ERROR_CODES",
+    "MissingCapability",
+    "ToolCall",
+    "ToolDef",
+    "ToolFailure",
+    "ToolRegistry",
+    "tool_error",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class ToolFailure(Exception):
+    """A business failure the caller can act on; `code` is a stable machine-readable label."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class MissingCapability(Exception):
+    def __init__(self, message: str, required: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.required = required
+
+
+ERROR_CODES: Mapping[type[Exception], str] = {
+    ScopeError: "invalid_workspace_uri",
+    AuthorizationError: "workspace_not_granted",
+    LedgerUnavailable: "temporarily_unavailable",
+    fsroot.IdentityMismatch: "note_changed",
+    fsroot.NoteMissing: "note_missing",
+    fsroot.EscapeBlocked: "path_refused",
+    fsroot.PathRejected: "path_refused",
+    fsroot.NotARegularFile: "not_a_note",
+    fsroot.NoteExists: "note_exists",
+    fsroot.FsError: "file_error",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """Everything a handler may rely on: nothing here comes from earlier requests."""
+
+    name: str
+    principal: str
+    arguments: Mapping[str, Any]
+    capabilities: types.ClientCapabilities | None
+    input_responses: Mapping[str, Any]
+    request_state: str | None
+    report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+
+
+ToolResult = types.CallToolResult | types.InputRequiredResult
+ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    tool: types.Tool
+    handler: ToolHandler
+    _validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        Draft202012Validator.check_schema(self.tool.input_schema)
+        object.__setattr__(self, "_validator", Draft202012Validator(self.tool.input_schema))
+
+    def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        return [
+            f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}"
+            for e in sorted(self._validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
+        ]
+
+
+def tool_error(code: str, message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)],
+        structured_content={"error": {"code": code, "message": message}},
+        is_error=True,
+    )
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[ToolDef]) -> None:
+        self._tools = {t.tool.name: t for t in sorted(tools, key=lambda t: t.tool.name)}
+        self.listing = types.ListToolsResult(tools=[t.tool for t in self._tools.values()])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self._tools.get(name)
+        return tool.tool.input_schema if tool else None
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown tool {call.name!r}; available: {', '.join(self._tools)}",
+            )
+        problems = tool.argument_problems(call.arguments)
+        if problems:
+            return tool_error(
+                "invalid_arguments", f"invalid arguments for {call.name}: " + "; ".join(problems)
+            )
+        try:
+            return await tool.handler(call)
+        except MissingCapability as exc:
+            raise MCPError(
+                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=str(exc),
+                data={"requiredCapabilities": dict(exc.required)},
+            ) from None
+        except InvalidState as exc:
+            logger.warning("requestState rejected by %s: %s", call.name, exc)
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="Invalid or expired requestState",
+                data={"reason": "invalid_request_state"},
+            ) from None
+        except ToolFailure as exc:
+            return tool_error(exc.code, str(exc))
+        except Exception as exc:
+            code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
+            if code is None:
+                raise
+            return tool_error(code, str(exc))

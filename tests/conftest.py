@@ -1,0 +1,138 @@
+"""Shared fixtures: real workspace folders, real config files, real server processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from notewarden.demo import write_sample_workspace
+
+ALICE_TOKEN = "alice-token-" + "a" * 20
+BOB_TOKEN = "bob-token-" + "b" * 20
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Deployment:
+    """A config on disk: alice owns `notes`, bob owns `private`; stdio clients are alice."""
+
+    root: Path
+    notes: Path
+    private: Path
+    state: Path
+    config: Path
+
+    @property
+    def notes_uri(self) -> str:
+        return f"file://{self.notes}"
+
+    @property
+    def private_uri(self) -> str:
+        return f"file://{self.private}"
+
+    def write_config(self, *, alice_workspaces: list[str] | None = None, ttl: float = 600) -> None:
+        grants = alice_workspaces if alice_workspaces is not None else [self.notes_uri]
+        self.config.write_text(
+            f'state_dir = "{self.state}"\n'
+            f"confirmation_ttl_seconds = {ttl}\n"
+            f'[[workspace]]\nuri = "{self.notes_uri}"\n'
+            f'[[workspace]]\nuri = "{self.private_uri}"\n'
+            f'[[principal]]\nid = "alice"\nworkspaces = {json.dumps(grants)}\n'
+            f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n'
+            f'[[principal]]\nid = "bob"\nworkspaces = ["{self.private_uri}"]\n'
+            f'token_sha256 = ["{sha256(BOB_TOKEN)}"]\n'
+            f'[stdio]\nprincipal = "alice"\n'
+        )
+        # the file's mtime is how servers notice a reload; make successive writes distinct
+        stamp = time.time() + getattr(self, "_bump", 0)
+        self._bump = getattr(self, "_bump", 0) + 1
+        os.utime(self.config, (stamp, stamp))
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Deployment:
+    notes = write_sample_workspace(tmp_path / "notes")
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "secret-tps.md").write_text("# TPS report (bob's secret)\n")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    d = Deployment(tmp_path, notes, private, state, tmp_path / "notewarden.toml")
+    d.write_config()
+    return d
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class HttpServer:
+    url: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def start_http_server(config: Path, log: Path, *, env: dict[str, str] | None = None) -> HttpServer:
+    port = free_port()
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "notewarden",
+                "serve",
+                "--config",
+                str(config),
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+            ],
+            stdout=sink,
+            stderr=sink,
+            env={**os.environ, **(env or {})},
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited ({process.returncode}): {log.read_text()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return HttpServer(f"http://127.0.0.1:{port}/mcp", port, process, log)
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"server did not listen within 30 s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture
+def http_server(deployment: Deployment) -> Iterator[HttpServer]:
+    server = start_http_server(deployment.config, deployment.root / "server-a.log")
+    yield server
+    server.stop()

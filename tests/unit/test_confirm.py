@@ -1,0 +1,127 @@
+"""The form, the judge of answers, the outcome table and the state payload."""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types as types
+import pytest
+
+from notewarden.confirm.forms import OUTCOMES, VerdictKind, delete_form, judge_choice
+from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
+from notewarden.scope.fsroot import FileIdentity
+from tests.schema import assert_valid
+
+CANDIDATES = (
+    Candidate("reports/tps-2019.md", "TPS report 2019", FileIdentity(1, 10, 1_500_000_000_000_000_000, 12)),
+    Candidate("reports/tps.md", "TPS report", FileIdentity(1, 11, 1_700_000_000_000_000_000, 40)),
+)
+
+
+def accept(**content: object) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content=content)
+
+
+JUDGE_TABLE = [
+    (None, VerdictKind.MISSING),
+    (types.ElicitResult(action="decline"), VerdictKind.DECLINED),
+    (types.ElicitResult(action="cancel"), VerdictKind.CANCELLED),
+    (
+        types.ElicitResult(action="decline", content={"note_id": "reports/tps.md", "confirm": True}),
+        VerdictKind.DECLINED,
+    ),
+    (accept(note_id="reports/tps.md", confirm=True), VerdictKind.CONFIRMED),
+    (accept(note_id="reports/tps.md", confirm=False), VerdictKind.NOT_CONFIRMED),
+    (accept(confirm=False), VerdictKind.NOT_CONFIRMED),
+    (types.ElicitResult(action="accept"), VerdictKind.INVALID),
+    (accept(), VerdictKind.INVALID),
+    (accept(note_id="reports/tps.md"), VerdictKind.INVALID),
+    (accept(note_id="reports/tps.md", confirm="true"), VerdictKind.INVALID),
+    (accept(note_id="reports/tps.md", confirm=1), VerdictKind.INVALID),
+    (accept(note_id="reports/other.md", confirm=True), VerdictKind.INVALID),
+    (accept(note_id=["reports/tps.md"], confirm=True), VerdictKind.INVALID),
+    (accept(note_id=None, confirm=True), VerdictKind.INVALID),
+    (accept(note_id="reports/tps.md", confirm=True, extra="x"), VerdictKind.INVALID),
+    ({"action": "accept", "content": {"note_id": "reports/tps.md", "confirm": True}}, VerdictKind.CONFIRMED),
+    ({"action": "maybe"}, VerdictKind.INVALID),
+]
+
+
+@pytest.mark.parametrize(("answer", "kind"), JUDGE_TABLE)
+def test_judge_turns_every_answer_into_one_verdict(answer: object, kind: VerdictKind) -> None:
+    verdict = judge_choice(answer, CANDIDATES)
+    assert verdict.kind is kind
+    if kind is VerdictKind.CONFIRMED:
+        assert verdict.candidate == CANDIDATES[1]
+    if kind is VerdictKind.INVALID:
+        assert verdict.problem
+
+
+def test_missing_content_is_never_consent() -> None:
+    for answer, kind in JUDGE_TABLE:
+        if kind is VerdictKind.CONFIRMED:
+            content = answer["content"] if isinstance(answer, dict) else answer.content
+            assert content["confirm"] is True and content["note_id"] in {c.id for c in CANDIDATES}
+
+
+def test_outcome_table() -> None:
+    consumes = {k for k, o in OUTCOMES.items() if o.consumes}
+    mutates = {k for k, o in OUTCOMES.items() if o.mutates}
+    assert consumes == {VerdictKind.CONFIRMED, VerdictKind.NOT_CONFIRMED, VerdictKind.DECLINED}
+    assert mutates == {VerdictKind.CONFIRMED}
+    assert set(OUTCOMES) == set(VerdictKind)
+
+
+def test_form_is_a_valid_flat_elicitation_with_required_choice_and_confirm() -> None:
+    request = delete_form("file:///srv/notes", "TPS report", CANDIDATES)
+    assert_valid(request, "ElicitRequest")
+    schema = request["params"]["requestedSchema"]
+    assert schema["required"] == ["note_id", "confirm"]
+    assert [o["const"] for o in schema["properties"]["note_id"]["oneOf"]] == [c.id for c in CANDIDATES]
+    assert "2019" in schema["properties"]["note_id"]["oneOf"][0]["title"]
+    assert schema["properties"]["confirm"] == {
+        "type": "boolean",
+        "title": "Yes, move the selected note to the trash",
+        "default": False,
+    }
+    assert (
+        "file:///srv/notes" in request["params"]["message"]
+        and "2 notes match" in request["params"]["message"]
+    )
+
+
+def make_state() -> ConfirmationState:
+    return ConfirmationState(
+        phase="notes_delete/confirm",
+        principal="alice",
+        workspace="file:///srv/notes",
+        workspace_identity=(1, 2),
+        candidates=CANDIDATES,
+        confirmation_id="cid-123",
+        issued_at=1_700_000_000.5,
+    )
+
+
+def test_state_round_trips_and_binds_phase() -> None:
+    state = make_state()
+    assert ConfirmationState.decode(state.encode(), phase="notes_delete/confirm") == state
+    with pytest.raises(InvalidState, match="another step"):
+        ConfirmationState.decode(state.encode(), phase="notes_trash_empty/confirm")
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.pop("cid"),
+        lambda d: d.update(v=2),
+        lambda d: d.update(wsid=[1]),
+        lambda d: d.update(cand=[["a", "t", 1, 2, 3]]),
+        lambda d: d.update(cand=[["a", "t", 1, 2, 3, "4"]]),
+        lambda d: d.update(sub=None),
+    ],
+)
+def test_state_decode_is_strict(mutate) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads(make_state().encode())
+    mutate(raw)
+    with pytest.raises(InvalidState):
+        ConfirmationState.decode(json.dumps(raw), phase="notes_delete/confirm")
