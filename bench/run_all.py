@@ -1,0 +1,536 @@
+"""Every performance measurement of notewarden in one command (see docs/performance.md).
+
+    .venv/bin/python -m bench.run_all --full      # what docs/performance.md reports
+    .venv/bin/python -m bench.run_all --quick     # a smaller run, same shape (a few minutes)
+    .venv/bin/python -m bench.run_all --full --only scale
+
+Sections (each writes bench/results/<section>.json; then bench.report prints the tables,
+draws the plot and rewrites the numbers in docs/performance.md):
+
+comparison  notewarden vs the MCPServer and FastMCP baselines (bench/baselines/): the same
+            data set, the same client, interleaved rounds (each round starts every server
+            afresh, in a rotating order), confirmed deletes and plain reads with N workers.
+scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k notes, one
+            worker (latency, not throughput). notes_search is measured when it is listed.
+instances   confirmed deletes on one instance vs two behind a round-robin client (round 2
+            lands on the other instance), on the files store + SQLite ledger and, when the
+            build supports `[storage]`, on PostgreSQL.
+
+With `--pin` (the default on machines with 2 or more CPUs) the client runs on CPU 0 and
+the server under test on CPU 1 for `comparison` and `scale`; `instances` runs unpinned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.data import BenchNote, bench_notes
+from bench.load import Target, run_flow, tools_of
+from bench.servers import (
+    BASELINES,
+    Running,
+    StartFailed,
+    prepare_notewarden,
+    start_baseline,
+    start_notewarden,
+)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SERVERS = ("notewarden", *BASELINES)
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/nw_issue7_bench"
+
+
+@dataclass(frozen=True)
+class Plan:
+    notes: int  # resident notes in every comparison data set
+    rounds: int
+    deletes: int  # timed confirmed deletes per server per round
+    reads: int  # timed reads per server per round
+    warmup: int
+    workers: int
+    sizes: tuple[int, ...]
+    scale_calls: int
+    scale_seconds: float
+    instance_deletes: int
+
+
+QUICK = Plan(1000, 2, 150, 400, 20, 8, (1000, 10_000), 30, 20.0, 150)
+FULL = Plan(1000, 5, 400, 1500, 30, 8, (1000, 10_000, 100_000), 100, 60.0, 400)
+SMOKE = Plan(20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6)  # checks the harness end to end (tests/bench)
+
+
+def machine() -> dict[str, Any]:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory_kib = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    versions = {}
+    for package in ("mcp", "fastmcp", "uvicorn", "starlette", "pydantic", "httpx2"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gib": round(memory_kib / 2**20, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def run(coro_factory: Callable[[], Any]) -> Any:
+    return asyncio.run(coro_factory())
+
+
+def pin_self(cpus: set[int] | None) -> None:
+    os.sched_setaffinity(0, cpus if cpus else set(range(os.cpu_count() or 1)))
+
+
+# --- comparison ----------------------------------------------------------------------------------
+
+
+def start_server(
+    name: str, work: Path, first: int, count: int, *, cpus: set[int] | None, tag: str
+) -> Running:
+    if name == "notewarden":
+        config = prepare_notewarden(work, bench_notes(first, count), tag=tag)
+        return start_notewarden(config, cpus=cpus)
+    return start_baseline(name, work, first=first, count=count, cpus=cpus)
+
+
+def comparison(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, Any]:
+    work.mkdir(parents=True, exist_ok=True)
+    pool_first = plan.notes
+    total = plan.notes + plan.warmup + plan.deletes
+    rounds: list[dict[str, dict[str, Any]]] = []
+    tools: dict[str, list[str]] = {}
+    for r in range(plan.rounds):
+        order = SERVERS[r % len(SERVERS) :] + SERVERS[: r % len(SERVERS)]
+        this_round: dict[str, dict[str, Any]] = {}
+        for name in order:
+            server = start_server(name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}")
+            try:
+                target = server.target
+                listed = run(lambda t=target: tools_of(t))
+                tools[name] = sorted(listed)
+                stats: dict[str, Any] = {}
+                if "notes_read" in listed:
+                    readable = itertools.cycle(range(plan.notes))
+                    reads = [BenchNote(next(readable)) for _ in range(plan.reads)]
+                    warm = [BenchNote(i) for i in range(plan.warmup)]
+                    stats["read"] = run(
+                        lambda t=target, reads=reads, warm=warm: run_flow(
+                            t, "read", reads, workers=plan.workers, warmup=warm
+                        )
+                    ).as_dict()
+                else:
+                    stats["read"] = None
+                warm = list(bench_notes(pool_first, plan.warmup))
+                deletes = list(bench_notes(pool_first + plan.warmup, plan.deletes))
+                stats["delete"] = run(
+                    lambda t=target, deletes=deletes, warm=warm: run_flow(
+                        t, "delete", deletes, workers=plan.workers, warmup=warm
+                    )
+                ).as_dict()
+            finally:
+                server.stop()
+            this_round[name] = stats
+            print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(stats), flush=True)
+        rounds.append(this_round)
+    return {
+        "plan": {
+            "resident_notes": plan.notes,
+            "data_size": f"{total} notes at the start of a round, {plan.notes} at its end",
+            "rounds": plan.rounds,
+            "deletes_per_round": plan.deletes,
+            "reads_per_round": plan.reads,
+            "warmup": plan.warmup,
+            "workers": plan.workers,
+        },
+        "tools": tools,
+        "rounds": rounds,
+        "summary": summarize_comparison(rounds),
+    }
+
+
+def _brief(stats: dict[str, Any]) -> str:
+    parts = []
+    for flow, s in stats.items():
+        if s is None:
+            parts.append(f"{flow}: n/a")
+        else:
+            parts.append(
+                f"{flow}: {s['per_second']:.1f}/s p50 {s['p50_ms']:.1f} ms"
+                + (f" ERRORS {s['errors']}" if s["errors"] else "")
+            )
+    return "; ".join(parts)
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 2) if present else None
+
+
+def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    def metric(name: str, flow: str, key: str) -> list[float | None]:
+        return [(r[name][flow] or {}).get(key) for r in rounds]
+
+    servers: dict[str, Any] = {}
+    for name in SERVERS:
+        entry: dict[str, Any] = {}
+        for flow in ("delete", "read"):
+            if all(r[name][flow] is None for r in rounds):
+                entry[flow] = None
+                continue
+            entry[flow] = {
+                key: _median(metric(name, flow, key)) for key in ("per_second", "p50_ms", "p90_ms", "p99_ms")
+            }
+            entry[flow]["errors"] = sum(v or 0 for v in metric(name, flow, "errors"))
+        # cost of a confirmed delete in plain reads: reads/s over deletes/s, round by round
+        ratios = [
+            r[name]["read"]["per_second"] / r[name]["delete"]["per_second"]
+            for r in rounds
+            if r[name]["read"] and r[name]["delete"]["per_second"]
+        ]
+        entry["delete_cost_in_reads"] = _median(ratios)
+        servers[name] = entry
+    baselines = [b for b in BASELINES if servers[b]["delete"]]
+    faster = max(baselines, key=lambda b: servers[b]["delete"]["per_second"] or 0) if baselines else None
+    pairs = {}
+    for b in baselines:
+        per_round = [
+            r["notewarden"]["delete"]["per_second"] / r[b]["delete"]["per_second"]
+            for r in rounds
+            if r[b]["delete"]["per_second"]
+        ]
+        pairs[b] = {
+            "median": _median(per_round),
+            "min": round(min(per_round), 2) if per_round else None,
+            "max": round(max(per_round), 2) if per_round else None,
+            "per_round": [round(x, 3) for x in per_round],
+        }
+    return {"servers": servers, "faster_baseline": faster, "delete_throughput_ratio": pairs}
+
+
+# --- scale ---------------------------------------------------------------------------------------
+
+
+def spread(size: int, count: int) -> list[BenchNote]:
+    """`count` notes spread evenly over a workspace of `size` notes."""
+    step = max(1, size // count)
+    return [BenchNote((i * step) % size) for i in range(count)]
+
+
+def scale(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, Any]:
+    points = []
+    workspace_root = work / "scale"
+    for size in plan.sizes:
+        tag = f"scale{size}"
+        if (workspace_root / f"workspace-{tag}").exists():
+            shutil.rmtree(workspace_root)
+        workspace_root.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        config = prepare_notewarden(workspace_root, bench_notes(0, size), tag=tag)
+        written = round(time.perf_counter() - started, 1)
+        server = start_notewarden(config, cpus=server_cpus)
+        point: dict[str, Any] = {"notes": size, "seconds_to_write_workspace": written}
+        try:
+            target = server.target
+            listed = run(lambda t=target: tools_of(t))
+            calls = spread(size, plan.scale_calls)
+            for flow, tool in (("round1", "notes_delete"), ("search", "notes_search")):
+                if tool not in listed:
+                    point[flow] = None
+                    continue
+                first = time.perf_counter()
+                warm = [BenchNote(size - 1)]
+                stats = run(
+                    lambda t=target, flow=flow, calls=calls, warm=warm: run_flow(
+                        t, flow, calls, workers=1, warmup=warm, max_seconds=plan.scale_seconds
+                    )
+                )
+                point[flow] = stats.as_dict()
+                point[flow]["first_call_included_warmup_seconds"] = round(time.perf_counter() - first, 2)
+        finally:
+            server.stop()
+        points.append(point)
+        print(
+            f"  {size:>7} notes  "
+            + "; ".join(
+                f"{flow}: "
+                + (
+                    "n/a"
+                    if point[flow] is None
+                    else f"p50 {point[flow]['p50_ms']:.1f} ms ({point[flow]['ok']} calls)"
+                )
+                for flow in ("round1", "search")
+            ),
+            flush=True,
+        )
+        shutil.rmtree(workspace_root)
+    return {
+        "plan": {
+            "sizes": list(plan.sizes),
+            "calls": plan.scale_calls,
+            "max_seconds": plan.scale_seconds,
+            "workers": 1,
+        },
+        "points": points,
+        "summary": summarize_scale(points),
+    }
+
+
+def summarize_scale(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    by_size = {p["notes"]: p for p in points}
+    out: dict[str, Any] = {}
+    for flow in ("round1", "search"):
+        small, large = by_size.get(min(by_size)), by_size.get(max(by_size))
+        if not small or not large or small[flow] is None or large[flow] is None or small is large:
+            out[flow] = None
+            continue
+        out[flow] = {
+            "from_notes": small["notes"],
+            "to_notes": large["notes"],
+            "p50_ratio": round(large[flow]["p50_ms"] / small[flow]["p50_ms"], 2),
+        }
+    return out
+
+
+# --- instances -----------------------------------------------------------------------------------
+
+
+def postgres_storage(database_url: str) -> dict[str, str]:
+    return {"notes": "postgres", "ledger": "postgres", "database_url": database_url}
+
+
+def reset_database(database_url: str) -> None:
+    import psycopg
+
+    base, name = database_url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(database_url: str) -> None:
+    import psycopg
+
+    base, name = database_url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def create_notes(target: Target, notes: Iterable[BenchNote]) -> None:
+    """Seed a database-backed store through the server's own `notes_create` tool."""
+    from bench.load import McpHttp
+
+    mcp = McpHttp(target, connections=4)
+    try:
+        for note in notes:
+            await mcp.call(
+                "notes_create",
+                {
+                    "workspaceUri": target.workspace_uri,
+                    "path": note.id,
+                    "title": note.title,
+                    "body": note.body,
+                },
+            )
+    finally:
+        await mcp.aclose()
+
+
+def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, Any]:
+    work.mkdir(parents=True, exist_ok=True)
+    stores: dict[str, dict[str, str] | None] = {"files+sqlite": None}
+    if database_url:
+        stores["postgres"] = postgres_storage(database_url)
+    total = plan.notes + plan.warmup + plan.instance_deletes
+    out: dict[str, Any] = {
+        "plan": {
+            "resident_notes": plan.notes,
+            "deletes": plan.instance_deletes,
+            "workers": plan.workers,
+            "rounds": 2,
+        },
+        "stores": {},
+    }
+    for store, storage in stores.items():
+        results: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+        unavailable = None
+        for r, count in itertools.product(range(2), (1, 2)):
+            if unavailable:
+                break
+            tag = f"inst-{store}-{r}-{count}".replace("+", "")
+            if storage is not None:
+                reset_database(storage["database_url"])
+            config = prepare_notewarden(work, bench_notes(0, total), tag=tag, storage=storage)
+            try:
+                server = start_notewarden(config, instances=count, name=f"notewarden x{count}")
+            except StartFailed as exc:
+                unavailable = f"the server does not start with this storage: {exc}"
+                break
+            try:
+                target = server.target
+                if storage is not None:
+                    listed = run(lambda t=target: tools_of(t))
+                    if "notes_create" not in listed:
+                        unavailable = "no notes_create tool to seed the database store with"
+                        break
+                    run(lambda t=target: create_notes(t, bench_notes(0, total)))
+                warm = list(bench_notes(plan.notes, plan.warmup))
+                deletes = list(bench_notes(plan.notes + plan.warmup, plan.instance_deletes))
+                stats = run(
+                    lambda t=target, deletes=deletes, warm=warm: run_flow(
+                        t, "delete", deletes, workers=plan.workers, warmup=warm
+                    )
+                )
+            finally:
+                server.stop()
+            results[str(count)].append(stats.as_dict())
+            print(f"  {store:<13} {count} instance(s): {_brief({'delete': stats.as_dict()})}", flush=True)
+        if unavailable:
+            out["stores"][store] = {"unavailable": unavailable}
+            print(f"  {store:<13} n/a: {unavailable}", flush=True)
+            continue
+        one = _median(s["per_second"] for s in results["1"])
+        two = _median(s["per_second"] for s in results["2"])
+        out["stores"][store] = {
+            "runs": results,
+            "one_per_second": one,
+            "two_per_second": two,
+            "two_over_one": round(two / one, 2) if one and two else None,
+            "p50_ms": {
+                "1": _median(s["p50_ms"] for s in results["1"]),
+                "2": _median(s["p50_ms"] for s in results["2"]),
+            },
+        }
+    if database_url:
+        drop_database(database_url)
+    return out
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+def write_result(
+    results: Path, section: str, data: dict[str, Any], *, command: str, started: dict[str, Any]
+) -> Path:
+    results.mkdir(parents=True, exist_ok=True)
+    started = dict(started, loadavg_at_end=[round(x, 2) for x in os.getloadavg()])
+    path = results / f"{section}.json"
+    path.write_text(
+        json.dumps(
+            {
+                "section": section,
+                "command": command,
+                "machine": started,
+                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **data,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer rounds and calls, sizes 1k and 10k")
+    size.add_argument("--full", action="store_true", help="the documented run (default)")
+    size.add_argument("--smoke", action="store_true", help="a few calls of everything: checks the harness")
+    parser.add_argument("--only", default="comparison,scale,instances", help="comma-separated sections")
+    parser.add_argument("--notes", type=int, help="resident notes in the comparison data set")
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--sizes", help="comma-separated workspace sizes for the scale section")
+    parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=(os.cpu_count() or 1) >= 2)
+    parser.add_argument(
+        "--database-url", default=DEFAULT_DATABASE_URL, help="PostgreSQL for `instances` ('' to skip)"
+    )
+    parser.add_argument("--work-dir", help="where data sets are written (default: a temp dir, removed after)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS)
+    parser.add_argument("--docs", type=Path, help="the page whose results block is rewritten")
+    parser.add_argument("--no-report", action="store_true", help="do not print tables, plot or rewrite docs")
+    args = parser.parse_args(argv)
+
+    plan = QUICK if args.quick else SMOKE if args.smoke else FULL
+    overrides = {
+        k: v for k, v in {"notes": args.notes, "rounds": args.rounds, "workers": args.workers}.items() if v
+    }
+    if args.sizes:
+        overrides["sizes"] = tuple(int(s) for s in args.sizes.split(","))
+    plan = Plan(**{**plan.__dict__, **overrides})
+    sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(sections) - {"comparison", "scale", "instances"}
+    if unknown:
+        parser.error(
+            f"unknown section(s) {', '.join(sorted(unknown))}; choose from comparison, scale, instances"
+        )
+    command = "python -m bench.run_all " + " ".join(argv if argv is not None else sys.argv[1:])
+    client_cpus, server_cpus = ({0}, {1}) if args.pin else (None, None)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="notewarden-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for section in sections:
+            print(f"== {section}", flush=True)
+            started = machine()
+            started["pinned"] = (
+                {"client": sorted(client_cpus or []), "server": sorted(server_cpus or [])}
+                if section != "instances"
+                else None
+            )
+            if section == "comparison":
+                pin_self(client_cpus)
+                data = comparison(plan, work / "comparison", server_cpus=server_cpus)
+            elif section == "scale":
+                pin_self(client_cpus)
+                data = scale(plan, work, server_cpus=server_cpus)
+            else:
+                pin_self(None)
+                data = instances(plan, work / "instances", database_url=args.database_url or None)
+            path = write_result(args.results_dir, section, data, command=command, started=started)
+            print(f"   wrote {path}", flush=True)
+    finally:
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    if not args.no_report:
+        from bench import report
+
+        report.main(
+            ["--results-dir", str(args.results_dir), *(["--docs", str(args.docs)] if args.docs else [])]
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
