@@ -137,6 +137,7 @@ class SqliteLedger:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._last_purge = 0.0
         self._purged_total = 0
         conn = self._connection()
@@ -166,6 +167,14 @@ class SqliteLedger:
 
     @contextmanager
     def critical_section(self) -> Iterator[SqliteTxn]:
+        # Threads of this process queue on a lock and are woken the moment it is free;
+        # SQLite's busy handler (sleeps of up to 100 ms between retries) then only
+        # arbitrates between processes.
+        with self._write_lock, self._transaction() as txn:
+            yield txn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[SqliteTxn]:
         conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
