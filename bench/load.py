@@ -28,9 +28,11 @@ import asyncio
 import itertools
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -201,13 +203,15 @@ FLOWS: dict[str, Callable[[McpHttp, BenchNote], Any]] = {
     "read": flow_read,
     "search": flow_search,
 }
-FLOW_TOOL = {
-    "delete": "notes_delete",
-    "round1": "notes_delete",
-    "read": "notes_read",
-    "search": "notes_search",
-}
-REQUESTS_PER_FLOW = {"delete": 2, "round1": 1, "read": 1, "search": 1}
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its threads, living or ended (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -245,8 +249,14 @@ async def run_flow(
     workers: int,
     warmup: Iterable[BenchNote] = (),
     max_seconds: float | None = None,
+    server_pids: Sequence[int] = (),
 ) -> FlowStats:
-    """Warm up (validating every message), then time the flow over `notes` with `workers` at once."""
+    """Warm up (validating every message), then time the flow over `notes` with `workers` at once.
+
+    With `server_pids`, the CPU time those processes (all their threads) spent during the
+    timed part is reported per flow: unlike wall-clock throughput, it hardly moves when
+    other work shares the machine.
+    """
     run = FLOWS[flow]
     mcp = McpHttp(target, connections=workers, validate=True)
     try:
@@ -275,20 +285,26 @@ async def run_flow(
                     first_rounds.append(round1)
                     second_rounds.append(latencies[-1] - round1)
 
+        server_cpu = sum(cpu_seconds(pid) for pid in server_pids)
+        client_cpu = time.process_time()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(workers)))
         seconds = time.perf_counter() - started
+        client_cpu = time.process_time() - client_cpu
+        server_cpu = sum(cpu_seconds(pid) for pid in server_pids) - server_cpu
     finally:
         await mcp.aclose()
     latencies.sort()
-    extra = {}
+    extra: dict[str, Any] = {}
+    if latencies:
+        extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / len(latencies), 3)
+        if server_pids:
+            extra["server_cpu_ms_per_flow"] = round(server_cpu * 1000 / len(latencies), 3)
     if first_rounds:  # the delete flow: how its latency splits between the two rounds
         first_rounds.sort()
         second_rounds.sort()
-        extra = {
-            "round1_p50_ms": round(percentile(first_rounds, 50) * 1000, 2),
-            "round2_p50_ms": round(percentile(second_rounds, 50) * 1000, 2),
-        }
+        extra["round1_p50_ms"] = round(percentile(first_rounds, 50) * 1000, 2)
+        extra["round2_p50_ms"] = round(percentile(second_rounds, 50) * 1000, 2)
     return FlowStats(
         target=target.name,
         flow=flow,

@@ -62,15 +62,19 @@ def comparison_md(data: dict[str, Any]) -> list[str]:
         f"**Comparison** ({plan['rounds']} interleaved rounds, {plan['workers']} workers, data set: "
         f"{plan['data_size']}; medians over rounds)",
         "",
-        "| server | confirmed deletes/s | p50 ms | p90 ms | p99 ms | reads/s | p50 ms | p90 ms | p99 ms | a delete costs (reads) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server | confirmed deletes/s | p50 ms | p90 ms | p99 ms | round 1 / round 2 p50 ms "
+        "| server CPU ms per delete | reads/s | p50 ms | p99 ms | server CPU ms per read "
+        "| a delete costs (reads: by throughput, by CPU) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, entry in summary["servers"].items():
         d, r = entry["delete"] or {}, entry["read"] or {}
         lines.append(
-            f"| {name} | {_n(d.get('per_second'))} | {_n(d.get('p50_ms'))} | {_n(d.get('p90_ms'))} | {_n(d.get('p99_ms'))} "
-            f"| {_n(r.get('per_second'))} | {_n(r.get('p50_ms'))} | {_n(r.get('p90_ms'))} | {_n(r.get('p99_ms'))} "
-            f"| {_n(entry['delete_cost_in_reads'], '{:.2f}')} |"
+            f"| {name} | {_n(d.get('per_second'))} | {_n(d.get('p50_ms'))} | {_n(d.get('p90_ms'))} "
+            f"| {_n(d.get('p99_ms'))} | {_n(d.get('round1_p50_ms'))} / {_n(d.get('round2_p50_ms'))} "
+            f"| {_n(d.get('server_cpu_ms_per_flow'), '{:.2f}')} | {_n(r.get('per_second'))} "
+            f"| {_n(r.get('p50_ms'))} | {_n(r.get('p99_ms'))} | {_n(r.get('server_cpu_ms_per_flow'), '{:.2f}')} "
+            f"| {_n(entry['delete_cost_in_reads'], '{:.2f}')}, {_n(entry['delete_cpu_in_reads'], '{:.2f}')} |"
         )
     errors = {
         name: (e["delete"] or {}).get("errors", 0) + (e["read"] or {}).get("errors", 0)
@@ -79,24 +83,27 @@ def comparison_md(data: dict[str, Any]) -> list[str]:
     if any(errors.values()):
         lines += [
             "",
-            "Errors (failed flows, excluded from the numbers): "
+            "Errors (failed flows, left out of the numbers): "
             + ", ".join(f"{k} {v}" for k, v in errors.items()),
         ]
     lines += [
         "",
-        "| notewarden confirmed deletes/s ÷ | median | min | max | per round |",
-        "|---|---:|---:|---:|---|",
+        "| notewarden vs | confirmed deletes/s ratio: median | min | max | server CPU per delete ratio: median |",
+        "|---|---:|---:|---:|---:|",
     ]
     for baseline, pair in summary["delete_throughput_ratio"].items():
+        cpu = summary["delete_cpu_ratio"][baseline]
         lines.append(
-            f"| {baseline} | {_n(pair['median'], '{:.2f}×')} | {_n(pair['min'], '{:.2f}')} | {_n(pair['max'], '{:.2f}')} "
-            f"| {', '.join(f'{x:.2f}' for x in pair['per_round'])} |"
+            f"| {baseline} | {_n(pair['median'], '{:.2f}×')} | {_n(pair['min'], '{:.2f}')} "
+            f"| {_n(pair['max'], '{:.2f}')} | {_n(cpu['median'], '{:.2f}×')} |"
         )
     faster = summary["faster_baseline"]
     ratio = summary["delete_throughput_ratio"].get(faster, {}).get("median") if faster else None
     cost = summary["servers"]["notewarden"]["delete_cost_in_reads"]
     missing_read = summary["servers"]["notewarden"]["read"] is None
     lines += [
+        "",
+        "(ratio > 1: notewarden is faster; the CPU ratio is the baseline's CPU per delete over notewarden's)",
         "",
         f"- Goal: confirmed-delete throughput ≥ {DELETE_VS_BASELINE_GOAL}× the faster baseline ({faster}): "
         f"**{_n(ratio, '{:.2f}×')}**, {_goal(ratio, DELETE_VS_BASELINE_GOAL, at_least=True)}.",

@@ -105,8 +105,31 @@ def machine() -> dict[str, Any]:
     }
 
 
-def run(coro_factory: Callable[[], Any]) -> Any:
-    return asyncio.run(coro_factory())
+def measure(
+    server: Running,
+    flow: str,
+    notes: Sequence[BenchNote],
+    *,
+    workers: int,
+    warmup: Sequence[BenchNote] = (),
+    max_seconds: float | None = None,
+) -> dict[str, Any]:
+    stats = asyncio.run(
+        run_flow(
+            server.target,
+            flow,
+            notes,
+            workers=workers,
+            warmup=warmup,
+            max_seconds=max_seconds,
+            server_pids=server.pids,
+        )
+    )
+    return stats.as_dict()
+
+
+def listed_tools(server: Running) -> set[str]:
+    return asyncio.run(tools_of(server.target))
 
 
 def pin_self(cpus: set[int] | None) -> None:
@@ -137,28 +160,17 @@ def comparison(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[
         for name in order:
             server = start_server(name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}")
             try:
-                target = server.target
-                listed = run(lambda t=target: tools_of(t))
+                listed = listed_tools(server)
                 tools[name] = sorted(listed)
-                stats: dict[str, Any] = {}
+                stats: dict[str, Any] = {"read": None}
                 if "notes_read" in listed:
-                    readable = itertools.cycle(range(plan.notes))
+                    readable = itertools.cycle(range(max(1, plan.notes)))
                     reads = [BenchNote(next(readable)) for _ in range(plan.reads)]
-                    warm = [BenchNote(i) for i in range(plan.warmup)]
-                    stats["read"] = run(
-                        lambda t=target, reads=reads, warm=warm: run_flow(
-                            t, "read", reads, workers=plan.workers, warmup=warm
-                        )
-                    ).as_dict()
-                else:
-                    stats["read"] = None
+                    warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
+                    stats["read"] = measure(server, "read", reads, workers=plan.workers, warmup=warm)
                 warm = list(bench_notes(pool_first, plan.warmup))
                 deletes = list(bench_notes(pool_first + plan.warmup, plan.deletes))
-                stats["delete"] = run(
-                    lambda t=target, deletes=deletes, warm=warm: run_flow(
-                        t, "delete", deletes, workers=plan.workers, warmup=warm
-                    )
-                ).as_dict()
+                stats["delete"] = measure(server, "delete", deletes, workers=plan.workers, warmup=warm)
             finally:
                 server.stop()
             this_round[name] = stats
@@ -199,8 +211,28 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    def metric(name: str, flow: str, key: str) -> list[float | None]:
-        return [(r[name][flow] or {}).get(key) for r in rounds]
+    """Medians over rounds, and notewarden's ratios to each baseline taken round by round."""
+
+    def value(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
+        stats = r[name][flow]
+        if stats is None:
+            return None
+        found = stats.get(key, stats["extra"].get(key))
+        return None if found is None else float(found)
+
+    def median_of(name: str, flow: str, key: str) -> float | None:
+        return _median(value(r, name, flow, key) for r in rounds)
+
+    def ratios(
+        top: Callable[[dict[str, Any]], float | None], bottom: Callable[[dict[str, Any]], float | None]
+    ) -> dict[str, Any]:
+        per_round = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
+        return {
+            "median": _median(per_round),
+            "min": round(min(per_round), 2) if per_round else None,
+            "max": round(max(per_round), 2) if per_round else None,
+            "per_round": [round(x, 3) for x in per_round],
+        }
 
     servers: dict[str, Any] = {}
     for name in SERVERS:
@@ -209,34 +241,49 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
             if all(r[name][flow] is None for r in rounds):
                 entry[flow] = None
                 continue
-            entry[flow] = {
-                key: _median(metric(name, flow, key)) for key in ("per_second", "p50_ms", "p90_ms", "p99_ms")
-            }
-            entry[flow]["errors"] = sum(v or 0 for v in metric(name, flow, "errors"))
-        # cost of a confirmed delete in plain reads: reads/s over deletes/s, round by round
-        ratios = [
-            r[name]["read"]["per_second"] / r[name]["delete"]["per_second"]
-            for r in rounds
-            if r[name]["read"] and r[name]["delete"]["per_second"]
-        ]
-        entry["delete_cost_in_reads"] = _median(ratios)
+            keys = [
+                "per_second",
+                "p50_ms",
+                "p90_ms",
+                "p99_ms",
+                "server_cpu_ms_per_flow",
+                "client_cpu_ms_per_flow",
+            ]
+            if flow == "delete":
+                keys += ["round1_p50_ms", "round2_p50_ms"]
+            entry[flow] = {key: median_of(name, flow, key) for key in keys}
+            entry[flow]["errors"] = int(sum(value(r, name, flow, "errors") or 0 for r in rounds))
+        # a confirmed delete in plain reads on the same server: by throughput and by server CPU
+        entry["delete_cost_in_reads"] = ratios(
+            lambda r, n=name: value(r, n, "read", "per_second"),
+            lambda r, n=name: value(r, n, "delete", "per_second"),
+        )["median"]
+        entry["delete_cpu_in_reads"] = ratios(
+            lambda r, n=name: value(r, n, "delete", "server_cpu_ms_per_flow"),
+            lambda r, n=name: value(r, n, "read", "server_cpu_ms_per_flow"),
+        )["median"]
         servers[name] = entry
     baselines = [b for b in BASELINES if servers[b]["delete"]]
     faster = max(baselines, key=lambda b: servers[b]["delete"]["per_second"] or 0) if baselines else None
-    pairs = {}
-    for b in baselines:
-        per_round = [
-            r["notewarden"]["delete"]["per_second"] / r[b]["delete"]["per_second"]
-            for r in rounds
-            if r[b]["delete"]["per_second"]
-        ]
-        pairs[b] = {
-            "median": _median(per_round),
-            "min": round(min(per_round), 2) if per_round else None,
-            "max": round(max(per_round), 2) if per_round else None,
-            "per_round": [round(x, 3) for x in per_round],
-        }
-    return {"servers": servers, "faster_baseline": faster, "delete_throughput_ratio": pairs}
+    return {
+        "servers": servers,
+        "faster_baseline": faster,
+        "delete_throughput_ratio": {
+            b: ratios(
+                lambda r: value(r, "notewarden", "delete", "per_second"),
+                lambda r, b=b: value(r, b, "delete", "per_second"),
+            )
+            for b in baselines
+        },
+        # the same comparison by server CPU per confirmed delete (baseline CPU / notewarden CPU)
+        "delete_cpu_ratio": {
+            b: ratios(
+                lambda r, b=b: value(r, b, "delete", "server_cpu_ms_per_flow"),
+                lambda r: value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
+            )
+            for b in baselines
+        },
+    }
 
 
 # --- scale ---------------------------------------------------------------------------------------
@@ -262,22 +309,19 @@ def scale(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, 
         server = start_notewarden(config, cpus=server_cpus)
         point: dict[str, Any] = {"notes": size, "seconds_to_write_workspace": written}
         try:
-            target = server.target
-            listed = run(lambda t=target: tools_of(t))
+            listed = listed_tools(server)
             calls = spread(size, plan.scale_calls)
             for flow, tool in (("round1", "notes_delete"), ("search", "notes_search")):
-                if tool not in listed:
-                    point[flow] = None
-                    continue
-                first = time.perf_counter()
-                warm = [BenchNote(size - 1)]
-                stats = run(
-                    lambda t=target, flow=flow, calls=calls, warm=warm: run_flow(
-                        t, flow, calls, workers=1, warmup=warm, max_seconds=plan.scale_seconds
+                point[flow] = None
+                if tool in listed:
+                    point[flow] = measure(
+                        server,
+                        flow,
+                        calls,
+                        workers=1,
+                        warmup=[BenchNote(size - 1)],
+                        max_seconds=plan.scale_seconds,
                     )
-                )
-                point[flow] = stats.as_dict()
-                point[flow]["first_call_included_warmup_seconds"] = round(time.perf_counter() - first, 2)
         finally:
             server.stop()
         points.append(point)
@@ -398,24 +442,18 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
                 unavailable = f"the server does not start with this storage: {exc}"
                 break
             try:
-                target = server.target
                 if storage is not None:
-                    listed = run(lambda t=target: tools_of(t))
-                    if "notes_create" not in listed:
+                    if "notes_create" not in listed_tools(server):
                         unavailable = "no notes_create tool to seed the database store with"
                         break
-                    run(lambda t=target: create_notes(t, bench_notes(0, total)))
+                    asyncio.run(create_notes(server.target, bench_notes(0, total)))
                 warm = list(bench_notes(plan.notes, plan.warmup))
                 deletes = list(bench_notes(plan.notes + plan.warmup, plan.instance_deletes))
-                stats = run(
-                    lambda t=target, deletes=deletes, warm=warm: run_flow(
-                        t, "delete", deletes, workers=plan.workers, warmup=warm
-                    )
-                )
+                stats = measure(server, "delete", deletes, workers=plan.workers, warmup=warm)
             finally:
                 server.stop()
-            results[str(count)].append(stats.as_dict())
-            print(f"  {store:<13} {count} instance(s): {_brief({'delete': stats.as_dict()})}", flush=True)
+            results[str(count)].append(stats)
+            print(f"  {store:<13} {count} instance(s): {_brief({'delete': stats})}", flush=True)
         if unavailable:
             out["stores"][store] = {"unavailable": unavailable}
             print(f"  {store:<13} n/a: {unavailable}", flush=True)
