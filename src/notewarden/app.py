@@ -40,6 +40,7 @@ from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_list import notes_list
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.web.envelope import EnvelopeVersionGuard
+from notewarden.web.response_mode import ResponseModeRouter
 
 __all__ = [
     "SERVER_NAME",
@@ -180,22 +181,30 @@ def build_http_app(
 ) -> Starlette:
     """The Streamable HTTP application: every request authenticated, Origin and Host validated."""
     server = build_server(services, stdio_principal=None, tools=tools, configure_server=configure_server)
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        json_response=False,
-        security_settings=transport_security(services.config),
-        max_request_body_size=services.config.http.max_body_bytes,
+    manager, json_manager = (
+        StreamableHTTPSessionManager(
+            app=server,
+            json_response=json_response,
+            security_settings=transport_security(services.config),
+            max_request_body_size=services.config.http.max_body_bytes,
+        )
+        for json_response in (False, True)
     )
     endpoint = RequireAuthMiddleware(
         EnvelopeVersionGuard(
-            StreamableHTTPASGIApp(manager), max_body_bytes=services.config.http.max_body_bytes
+            ResponseModeRouter(  # application/json for requests that cannot receive notifications
+                streaming=StreamableHTTPASGIApp(manager),
+                single=StreamableHTTPASGIApp(json_manager),
+                max_body_bytes=services.config.http.max_body_bytes,
+            ),
+            max_body_bytes=services.config.http.max_body_bytes,
         ),
         required_scopes=[],
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
+        async with manager.run(), json_manager.run():
             yield
 
     return Starlette(

@@ -92,7 +92,7 @@ class RawMcp:
         if ctype.startswith("application/json") and response.text:
             reply.messages = [response.json()]
         elif ctype.startswith("text/event-stream"):
-            for event in response.text.split("\n\n"):
+            for event in response.text.replace("\r\n", "\n").split("\n\n"):
                 data = [line[5:].strip() for line in event.splitlines() if line.startswith("data:")]
                 if data:
                     reply.messages.append(json.loads("\n".join(data)))
