@@ -60,7 +60,8 @@ def comparison_md(data: dict[str, Any]) -> list[str]:
     plan, summary = data["plan"], data["summary"]
     lines = [
         f"**Comparison** ({plan['rounds']} interleaved rounds, {plan['workers']} workers, data set: "
-        f"{plan['data_size']}; medians over rounds)",
+        f"{plan['data_size']}; baselines in {plan.get('baseline_response_mode', 'sse-capable')} response mode; "
+        "medians over rounds)",
         "",
         "| server | confirmed deletes/s | p50 ms | p90 ms | p99 ms | round 1 / round 2 p50 ms "
         "| server CPU ms per delete | reads/s | p50 ms | p99 ms | server CPU ms per read "

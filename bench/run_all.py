@@ -16,6 +16,8 @@ instances   confirmed deletes on one instance vs two behind a round-robin client
             lands on the other instance), on the files store + SQLite ledger and, when the
             build supports `[storage]`, on PostgreSQL.
 
+The baselines run in the SDK's JSON-response mode (`--no-baseline-json`: their default,
+SSE-capable mode, which is slower): each is measured in its best configuration.
 With `--pin` (the default on machines with 2 or more CPUs) the client runs on CPU 0 and
 the server under test on CPU 1 for `comparison` and `scale`; `instances` runs unpinned.
 """
@@ -140,15 +142,17 @@ def pin_self(cpus: set[int] | None) -> None:
 
 
 def start_server(
-    name: str, work: Path, first: int, count: int, *, cpus: set[int] | None, tag: str
+    name: str, work: Path, first: int, count: int, *, cpus: set[int] | None, tag: str, baseline_json: bool
 ) -> Running:
     if name == "notewarden":
         config = prepare_notewarden(work, bench_notes(first, count), tag=tag)
         return start_notewarden(config, cpus=cpus)
-    return start_baseline(name, work, first=first, count=count, cpus=cpus)
+    return start_baseline(name, work, first=first, count=count, cpus=cpus, json_response=baseline_json)
 
 
-def comparison(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, Any]:
+def comparison(
+    plan: Plan, work: Path, *, server_cpus: set[int] | None, baseline_json: bool = True
+) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     pool_first = plan.notes
     total = plan.notes + plan.warmup + plan.deletes
@@ -158,7 +162,9 @@ def comparison(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[
         order = SERVERS[r % len(SERVERS) :] + SERVERS[: r % len(SERVERS)]
         this_round: dict[str, dict[str, Any]] = {}
         for name in order:
-            server = start_server(name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}")
+            server = start_server(
+                name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}", baseline_json=baseline_json
+            )
             try:
                 listed = listed_tools(server)
                 tools[name] = sorted(listed)
@@ -185,6 +191,7 @@ def comparison(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[
             "reads_per_round": plan.reads,
             "warmup": plan.warmup,
             "workers": plan.workers,
+            "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
         },
         "tools": tools,
         "rounds": rounds,
@@ -513,6 +520,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", help="comma-separated workspace sizes for the scale section")
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=(os.cpu_count() or 1) >= 2)
     parser.add_argument(
+        "--baseline-json",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the baselines in the SDK's JSON-response mode, their faster one (default)",
+    )
+    parser.add_argument(
         "--database-url", default=DEFAULT_DATABASE_URL, help="PostgreSQL for `instances` ('' to skip)"
     )
     parser.add_argument("--work-dir", help="where data sets are written (default: a temp dir, removed after)")
@@ -549,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             if section == "comparison":
                 pin_self(client_cpus)
-                data = comparison(plan, work / "comparison", server_cpus=server_cpus)
+                data = comparison(
+                    plan, work / "comparison", server_cpus=server_cpus, baseline_json=args.baseline_json
+                )
             elif section == "scale":
                 pin_self(client_cpus)
                 data = scale(plan, work, server_cpus=server_cpus)
