@@ -1,6 +1,7 @@
 """Server CPU per confirmed delete, in process: for A/B of code changes on a busy machine.
 
     .venv/bin/python -m bench.inproc --calls 500
+    .venv/bin/python -m bench.inproc --server fastmcp     # a baseline, the same way (JSON mode)
 
 The shipped HTTP application (`build_http_app`, every middleware, the SDK's transport,
 the ledger and the files store) is driven directly as an ASGI app: no sockets, no
@@ -8,8 +9,9 @@ uvicorn, no load client in the measurement. The workspace holds one note, re-cre
 after each delete outside the measured part, so the folder scan stays constant and
 what is measured is the fixed cost of a confirmed delete (two requests, the sealed
 state, the ledger transaction, the trash move with its fsyncs). CPU time of the whole
-process (all threads) is summed over the measured requests only, so other load on the
-machine moves it far less than it moves wall-clock throughput.
+process (all threads), user and system apart, is summed over the measured requests only,
+so other load on the machine moves it less than it moves wall-clock throughput (for a
+number nothing moves, count instructions: bench/instructions.py).
 
 A/B of two versions of src/ (e.g. before and after a change), alternating runs:
 
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import tempfile
-import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,25 +96,60 @@ async def _post(app: ASGIApp, params: dict[str, Any], request_id: int) -> dict[s
     return result
 
 
-async def cpu_per_confirmed_delete(calls: int, warmup: int = 20) -> float:
-    """Milliseconds of process CPU per confirmed delete, averaged over `calls` deletes."""
-    from notewarden.app import build_http_app
-    from notewarden.config import load_config
-    from notewarden.services import open_services
-
+@contextlib.contextmanager
+def served(server: str, note: BenchNote) -> Iterator[tuple[ASGIApp, str, Callable[[], None]]]:
+    """(the ASGI app, its workspace URI, a function that puts `note` back after a delete)."""
     work = Path(tempfile.mkdtemp(prefix="notewarden-inproc-"))
-    note = BenchNote(1)
     try:
-        config = load_config(prepare_notewarden(work, iter([note]), tag="inproc"))
-        services = open_services(config)
-        app = build_http_app(services)
-        folder, uri = Path(config.workspaces[0].path), str(config.workspaces[0])
+        if server == "notewarden":
+            from notewarden.app import build_http_app
+            from notewarden.config import load_config
+            from notewarden.services import open_services
+
+            config = load_config(prepare_notewarden(work, iter([note]), tag="inproc"))
+            services = open_services(config)
+            folder = Path(config.workspaces[0].path)
+            try:
+                yield (
+                    build_http_app(services),
+                    str(config.workspaces[0]),
+                    lambda: write_workspace(folder, iter([note])) and None,
+                )
+            finally:
+                services.close()
+        else:
+            from bench.baselines.common import Memo
+
+            uri = f"file://{work}/workspace-{server}"
+            if server == "mcpserver":
+                from bench.baselines import mcpserver_notes as module
+
+                app = module.build(uri, note.number, 1).streamable_http_app(json_response=True)
+            else:
+                from bench.baselines import fastmcp_notes as module  # type: ignore[no-redef]
+
+                app = module.build(uri, note.number, 1).http_app(json_response=True)
+
+            def put_back() -> None:
+                module.notes.notes[note.id] = Memo(note.id, note.title, note.body)
+
+            yield app, uri, put_back
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def cpu_per_confirmed_delete(
+    calls: int, *, server: str = "notewarden", warmup: int = 20
+) -> tuple[float, float]:
+    """Milliseconds of process CPU per confirmed delete (user, system), averaged over `calls` deletes."""
+    note = BenchNote(1)
+    with served(server, note) as (app, uri, put_back):
         args = {"workspaceUri": uri, "title": note.token}
         answer = {"action": "accept", "content": {"note_id": note.id, "confirm": True}}
-        cpu = 0.0
-        async with app.router.lifespan_context(app):
+        user = system = 0.0
+        async with app.router.lifespan_context(app):  # type: ignore[attr-defined]
             for i in range(warmup + calls):
-                started = time.process_time()
+                started = os.times()
                 asked = await _post(app, {"name": "notes_delete", "arguments": args}, 2 * i)
                 key = next(iter(asked["inputRequests"]))
                 done = await _post(
@@ -124,24 +163,32 @@ async def cpu_per_confirmed_delete(calls: int, warmup: int = 20) -> float:
                     2 * i + 1,
                 )
                 if i >= warmup:
-                    cpu += time.process_time() - started
+                    ended = os.times()
+                    user += ended.user - started.user
+                    system += ended.system - started.system
                 if done.get("structuredContent", {}).get("outcome") != "deleted":
                     raise RuntimeError(f"the delete did not complete: {json.dumps(done)[:300]}")
-                write_workspace(folder, iter([note]))
-        services.close()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return cpu / calls * 1000
+                put_back()
+    return user / calls * 1000, system / calls * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=["notewarden", "mcpserver", "fastmcp"], default="notewarden")
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=1, help="runs in this process, each printed")
+    parser.add_argument("--json", action="store_true", help="print {user_ms, system_ms} as JSON")
     args = parser.parse_args(argv)
     for _ in range(args.repeat):
-        ms = asyncio.run(cpu_per_confirmed_delete(args.calls))
-        print(f"server CPU per confirmed delete: {ms:.3f} ms (mean of {args.calls}, in process)", flush=True)
+        user, system = asyncio.run(cpu_per_confirmed_delete(args.calls, server=args.server))
+        if args.json:
+            print(json.dumps({"user_ms": round(user, 3), "system_ms": round(system, 3)}), flush=True)
+            continue
+        print(
+            f"{args.server}: CPU per confirmed delete: {user + system:.3f} ms = {user:.3f} user + "
+            f"{system:.3f} system (mean of {args.calls}, in process)",
+            flush=True,
+        )
     return 0
 
 

@@ -42,11 +42,12 @@ def _goal(value: float | None, limit: float, *, at_least: bool) -> str:
 def machine_line(data: dict[str, Any]) -> str:
     m = data["machine"]
     pinned = m.get("pinned")
-    pins = (
-        f"client on CPU {pinned['client']}, server on CPU {pinned['server']}"
-        if pinned and pinned["client"]
-        else "unpinned"
-    )
+    if pinned and pinned.get("in_process"):
+        pins = f"in process on CPU {pinned['in_process']}"
+    elif pinned and pinned.get("client"):
+        pins = f"client on CPU {pinned['client']}, server on CPU {pinned['server']}"
+    else:
+        pins = "unpinned"
     v = m["versions"]
     return (
         f"{m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Linux {m['kernel']}, Python {m['python']}; "
@@ -173,6 +174,24 @@ def instances_md(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cost_md(data: dict[str, Any]) -> list[str]:
+    plan = data["plan"]
+    lines = [
+        f"**Fixed cost of one confirmed delete** (in process, one-note data set, no network, no folder scan; "
+        f"CPU: median of {plan['runs']} runs of {plan['calls']} deletes; instructions: callgrind, user space)",
+        "",
+        "| server | CPU ms user | CPU ms system | instructions (millions) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, entry in data["servers"].items():
+        ins = entry["instructions_millions"]
+        lines.append(
+            f"| {name} | {_n(entry['user_ms'], '{:.2f}')} | {_n(entry['system_ms'], '{:.2f}')} "
+            f"| {_n(ins, '{:.2f}') if plan['instructions'] else 'not counted'} |"
+        )
+    return lines
+
+
 def plot(data: dict[str, Any], path: Path) -> Path | None:
     import matplotlib
 
@@ -227,6 +246,7 @@ def render(results: Path) -> list[str]:
         ("comparison", comparison_md),
         ("scale", scale_md),
         ("instances", instances_md),
+        ("cost", cost_md),
     ):
         data = load(results, section)
         if data is None:

@@ -32,6 +32,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,11 +70,15 @@ class Plan:
     scale_calls: int
     scale_seconds: float
     instance_deletes: int
+    cost_calls: int = 300
+    cost_runs: int = 3
+    cost_instructions: bool = True  # under valgrind, when it is installed (~1 min per server)
 
 
 QUICK = Plan(1000, 2, 150, 400, 20, 8, (1000, 10_000), 30, 20.0, 150)
 FULL = Plan(1000, 5, 400, 1500, 30, 8, (1000, 10_000, 100_000), 100, 60.0, 400)
-SMOKE = Plan(20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6)  # checks the harness end to end (tests/bench)
+# a few calls of everything, no valgrind: checks the harness end to end (tests/bench)
+SMOKE = Plan(20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6, cost_calls=5, cost_runs=1, cost_instructions=False)
 
 
 def machine() -> dict[str, Any]:
@@ -482,6 +487,54 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
     return out
 
 
+# --- cost ----------------------------------------------------------------------------------------
+
+
+def cost(plan: Plan) -> dict[str, Any]:
+    """The fixed cost of a confirmed delete, in process, one-note data set (bench/inproc.py)."""
+    from bench import instructions
+
+    has_valgrind = plan.cost_instructions and shutil.which("valgrind") is not None
+    servers: dict[str, Any] = {}
+    for name in SERVERS:
+        runs = []
+        for _ in range(plan.cost_runs):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.inproc",
+                    "--server",
+                    name,
+                    "--calls",
+                    str(plan.cost_calls),
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        entry: dict[str, Any] = {
+            "user_ms": _median(r["user_ms"] for r in runs),
+            "system_ms": _median(r["system_ms"] for r in runs),
+            "runs": runs,
+            "instructions_millions": None,
+        }
+        if has_valgrind:
+            entry["instructions_millions"] = round(instructions.per_delete(name) / 1e6, 2)
+        servers[name] = entry
+        print(
+            f"  {name:<10} CPU {entry['user_ms']} ms user + {entry['system_ms']} ms system; "
+            f"instructions {entry['instructions_millions'] or 'n/a (no valgrind)'} M",
+            flush=True,
+        )
+    return {
+        "plan": {"calls": plan.cost_calls, "runs": plan.cost_runs, "instructions": has_valgrind},
+        "servers": servers,
+    }
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 
@@ -513,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--quick", action="store_true", help="fewer rounds and calls, sizes 1k and 10k")
     size.add_argument("--full", action="store_true", help="the documented run (default)")
     size.add_argument("--smoke", action="store_true", help="a few calls of everything: checks the harness")
-    parser.add_argument("--only", default="comparison,scale,instances", help="comma-separated sections")
+    parser.add_argument("--only", default="comparison,scale,instances,cost", help="comma-separated sections")
     parser.add_argument("--notes", type=int, help="resident notes in the comparison data set")
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--workers", type=int)
@@ -542,10 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides["sizes"] = tuple(int(s) for s in args.sizes.split(","))
     plan = Plan(**{**plan.__dict__, **overrides})
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = set(sections) - {"comparison", "scale", "instances"}
+    unknown = set(sections) - {"comparison", "scale", "instances", "cost"}
     if unknown:
         parser.error(
-            f"unknown section(s) {', '.join(sorted(unknown))}; choose from comparison, scale, instances"
+            f"unknown section(s) {', '.join(sorted(unknown))}; choose from comparison, scale, instances, cost"
         )
     command = "python -m bench.run_all " + " ".join(argv if argv is not None else sys.argv[1:])
     client_cpus, server_cpus = ({0}, {1}) if args.pin else (None, None)
@@ -568,9 +621,13 @@ def main(argv: list[str] | None = None) -> int:
             elif section == "scale":
                 pin_self(client_cpus)
                 data = scale(plan, work, server_cpus=server_cpus)
-            else:
+            elif section == "instances":
                 pin_self(None)
                 data = instances(plan, work / "instances", database_url=args.database_url or None)
+            else:
+                pin_self(server_cpus)
+                started["pinned"] = {"in_process": sorted(server_cpus or [])}
+                data = cost(plan)
             path = write_result(args.results_dir, section, data, command=command, started=started)
             print(f"   wrote {path}", flush=True)
     finally:

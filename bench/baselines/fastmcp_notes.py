@@ -8,8 +8,7 @@ accepted state was used.
     python -m bench.baselines.fastmcp_notes --port 8802 --workspace-uri file:///w --notes 1000
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations`: FastMCP reads the signature's evaluated annotations
 import json
 import os
 from typing import Any
@@ -24,8 +23,7 @@ from fastmcp.exceptions import ToolError
 
 from bench.baselines.common import NoteMap, parse_args
 
-args = parse_args(__doc__.splitlines()[0])
-notes = NoteMap(args.workspace_uri, args.first, args.notes)
+notes = NoteMap("file:///unset", 0, 0)  # replaced by build()
 mcp = FastMCP("notes-fastmcp")
 KEY = "delete_choice"
 
@@ -95,6 +93,14 @@ async def notes_search(workspaceUri: str, query: str) -> dict[str, Any]:
     return {"notes": [{"id": m.id, "title": m.title} for m in notes.search(query)[:20]]}
 
 
+def build(workspace_uri: str, first: int, count: int) -> FastMCP:
+    """The server, holding bench notes `first`..`first + count - 1`."""
+    global notes
+    notes = NoteMap(workspace_uri, first, count)
+    return mcp
+
+
 if __name__ == "__main__":
-    app = mcp.http_app(json_response=args.json_response)
+    args = parse_args(__doc__.splitlines()[0])
+    app = build(args.workspace_uri, args.first, args.notes).http_app(json_response=args.json_response)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_config=None, access_log=False)

@@ -8,8 +8,7 @@ accepted state was used: replaying it deletes again whatever it names.
     python -m bench.baselines.mcpserver_notes --port 8801 --workspace-uri file:///w --notes 1000
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations`: the SDK reads `Resolve(...)` from evaluated annotations
 from typing import Annotated, Any
 
 import uvicorn
@@ -19,8 +18,7 @@ from pydantic import BaseModel, Field
 
 from bench.baselines.common import NoteMap, parse_args
 
-args = parse_args(__doc__.splitlines()[0])
-notes = NoteMap(args.workspace_uri, args.first, args.notes)
+notes = NoteMap("file:///unset", 0, 0)  # replaced by build()
 mcp = MCPServer("notes-mcpserver", log_level="WARNING")
 
 
@@ -74,6 +72,16 @@ async def notes_search(workspaceUri: str, query: str) -> dict[str, Any]:
     return {"notes": [{"id": m.id, "title": m.title} for m in notes.search(query)[:20]]}
 
 
+def build(workspace_uri: str, first: int, count: int) -> MCPServer:
+    """The server, holding bench notes `first`..`first + count - 1`."""
+    global notes
+    notes = NoteMap(workspace_uri, first, count)
+    return mcp
+
+
 if __name__ == "__main__":
-    app = mcp.streamable_http_app(json_response=args.json_response)
+    args = parse_args(__doc__.splitlines()[0])
+    app = build(args.workspace_uri, args.first, args.notes).streamable_http_app(
+        json_response=args.json_response
+    )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_config=None, access_log=False)

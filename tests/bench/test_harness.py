@@ -44,10 +44,14 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     files = instances["stores"]["files+sqlite"]
     assert all(run["errors"] == 0 and run["ok"] == 6 for runs in files["runs"].values() for run in runs)
     assert "postgres" in instances["stores"]  # measured, or said why not
+    cost = json.loads((results / "cost.json").read_text())
+    assert set(cost["servers"]) == {"notewarden", "mcpserver", "fastmcp"}
+    assert all(entry["user_ms"] is not None for entry in cost["servers"].values())
 
     text = docs.read_text()
     assert "old numbers" not in text and "prose stays" in text
     assert "| notewarden |" in text and "| mcpserver |" in text and "| fastmcp |" in text
+    assert "Fixed cost of one confirmed delete" in text
     assert (results / report.PLOT).stat().st_size > 1000
 
 
