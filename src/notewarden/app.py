@@ -36,9 +36,9 @@ from starlette.routing import Route
 from notewarden import __version__
 from notewarden.config import Config
 from notewarden.services import Services
-from notewarden.tools.notes_delete import notes_delete
-from notewarden.tools.notes_list import notes_list
+from notewarden.tools.catalog import note_tools
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
+from notewarden.tools.resources import NoteResources
 from notewarden.web.envelope import EnvelopeVersionGuard
 
 __all__ = [
@@ -55,8 +55,11 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. notes_delete asks the user to pick and confirm "
-    "the note in a form, and moves it to the workspace trash."
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read and write them "
+    "with notes_read / notes_create / notes_update (pass the version you read), and reorganize with "
+    "notes_move. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
+    "in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a "
+    "resource: its file: URI."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -68,7 +71,7 @@ ServerHook = Callable[[Server[Any]], None]
 
 
 def default_tools(services: Services) -> list[ToolDef]:
-    return [notes_list(services), notes_delete(services)]
+    return note_tools(services)
 
 
 def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
@@ -94,6 +97,7 @@ def build_server(
 ) -> Server[Any]:
     registry = ToolRegistry(default_tools(services) if tools is None else tools)
     resolve_principal = principal_resolver(stdio_principal)
+    resources = NoteResources(services, resolve_principal)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -123,6 +127,9 @@ def build_server(
         get_tool_input_schema=registry.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
     )
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none

@@ -27,6 +27,7 @@ class Services:
     sealing_keys: list[bytes]
 
     def close(self) -> None:
+        self.store.close()
         self.ledger.close()
         self.grants.close()
 
@@ -39,7 +40,7 @@ def open_services(config: Config) -> Services:
     ledger = SqliteLedger(
         config.state_dir / "notewarden.sqlite3", migrations=[("files_store", FILES_STORE_MIGRATIONS)]
     )
-    store = FilesNoteStore()
+    store = FilesNoteStore(config.state_dir / "notes-index.sqlite3")
     services = Services(
         config=config,
         grants=grants,

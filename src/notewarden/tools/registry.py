@@ -49,9 +49,10 @@ logger = logging.getLogger(__name__)
 class ToolFailure(Exception):
     """A business failure the caller can act on; `code` is a stable machine-readable label."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.details = details or {}
 
 
 class MissingCapability(Exception):
@@ -108,10 +109,11 @@ class ToolDef:
         ]
 
 
-def tool_error(code: str, message: str) -> types.CallToolResult:
+def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
+    """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)],
-        structured_content={"error": {"code": code, "message": message}},
+        structured_content={"error": {**(details or {}), "code": code, "message": message}},
         is_error=True,
     )
 
@@ -156,7 +158,7 @@ class ToolRegistry:
                 data={"reason": "invalid_request_state"},
             ) from None
         except ToolFailure as exc:
-            return tool_error(exc.code, str(exc))
+            return tool_error(exc.code, str(exc), exc.details)
         except Exception as exc:
             code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
             if code is None:
