@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -127,6 +128,7 @@ class NoteResources:
         if not scope.subtree:
             raise _invalid(uri, f"{uri} names a workspace, not a note; resources/list shows its notes")
         note_id = "/".join(scope.subtree)
+        scope = dataclasses.replace(scope, subtree=())  # the URI's path below the workspace is the note
         try:
             content = await anyio.to_thread.run_sync(self.services.store.read_note, scope, note_id)
         except FsError as exc:
