@@ -26,7 +26,10 @@ Rule 4 (racily clean, as in git): a timestamp is only as fine as the filesystem'
 a directory or file read within `RACY_WINDOW_NS` of its mtime could change again without its
 stamp changing. Such rows are stored unsettled and are checked again on the next pass.
 
-Rule 5: one lock serializes a process's use of the index; several processes share the database
+Rule 5: full-text queries are driven by the FTS table (`CROSS JOIN` fixes the join order):
+left to itself SQLite may scan every note of the workspace and probe the FTS per row, O(notes).
+
+Rule 6: one lock serializes a process's use of the index; several processes share the database
 file (WAL, `BEGIN IMMEDIATE` for writes, batches of `BATCH` files per transaction).
 """
 
@@ -214,7 +217,7 @@ class NoteIndex:
         sql = (
             f"SELECT {_COLUMNS}, bm25(notes_text, 10.0, 2.0, 1.0) AS score, "
             "snippet(notes_text, 2, '**', '**', '…', 16) "
-            "FROM notes_text JOIN notes n ON n.rowid = notes_text.rowid "
+            "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
             f"WHERE notes_text MATCH ? AND n.workspace = ?{within}"
         )
         params: list[Any] = [match, workspace, *bounds]
@@ -246,7 +249,7 @@ class NoteIndex:
         long = [w for w in words if len(w) >= 3]
         if long:
             sql = (
-                f"SELECT {_COLUMNS} FROM notes_titles JOIN notes n ON n.rowid = notes_titles.rowid "
+                f"SELECT {_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
                 f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id"
             )
             params: list[Any] = [" AND ".join(_fts_phrase(w) for w in long), workspace, *bounds]
