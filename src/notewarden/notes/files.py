@@ -143,16 +143,17 @@ class FilesNoteStore:
     def update_note(
         self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
     ) -> NoteContent:
-        current = self.read_note(scope, note_id)
-        if current.data == data:
-            return current  # already there: a retried update, or the same edit made elsewhere
-        if current.version != expected_version:
-            raise VersionConflict(note_id, current.version)
-        try:
-            identity = scope.root.replace_note(note_id, data, expected=current.note.identity)
-        except IdentityMismatch:
-            raise VersionConflict(note_id, self.read_note(scope, note_id).version) from None
-        self.index.note_changed(str(scope.workspace), scope.root, note_id)
+        with self.index.exclusive():  # one updater at a time across this host's server processes
+            current = self.read_note(scope, note_id)
+            if current.data == data:
+                return current  # already there: a retried update, or the same edit made elsewhere
+            if current.version != expected_version:
+                raise VersionConflict(note_id, current.version)
+            try:
+                identity = scope.root.replace_note(note_id, data, expected=current.note.identity)
+            except IdentityMismatch:  # an editor or sync tool wrote in between
+                raise VersionConflict(note_id, self.read_note(scope, note_id).version) from None
+            self.index.note_changed(str(scope.workspace), scope.root, note_id)
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
