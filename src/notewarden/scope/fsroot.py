@@ -32,8 +32,8 @@ check and verified again with ``fstat``, so a FIFO, socket or device planted und
 Rule 6: changes are exclusive or verified. New files use ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a dangling
 symlink at the name is refused, never written through). Replacement writes a temp file and swaps it in
 with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the expected one and swaps back
-if not. Quarantine and restore move with ``renameat2(RENAME_NOREPLACE)`` and compare identities before
-and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
+if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREPLACE)`` and compare
+identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` deletes, and only inside the trash directory.
 
@@ -45,7 +45,11 @@ The real defence is deployment: workspaces on their own filesystem and ``fs.prot
 Rule 8: error messages name the relative note path that was given and say what is allowed. They never
 contain absolute paths, not even the workspace's own; a rejected absolute note path is not echoed.
 
-Rule 9: every fd opened by an operation is closed before it returns (try/finally), on success and on
+Rule 9: observing is done on held fds too: ``list_dir`` hands a watcher (inotify) the
+``/proc/self/fd/N`` name of the directory it has just opened, so a watch lands on exactly the
+inode that is listed, never on whatever a path names later.
+
+Rule 10: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
 """
 
