@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from notewarden.web.body import buffer_body
 
 __all__ = ["EnvelopeVersionGuard"]
 
@@ -30,26 +32,13 @@ class EnvelopeVersionGuard:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[Message] = []
-        size = 0
-        more = True
-        while more and size <= self.max_body_bytes:
-            message = await receive()
-            chunks.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False)
-        if not more:
-            rejection = _non_string_version(b"".join(m.get("body", b"") for m in chunks))
+        buffered = await buffer_body(receive, self.max_body_bytes)
+        if buffered.complete:
+            rejection = _non_string_version(buffered.body)
             if rejection is not None:
                 await _send_json(send, 400, rejection)
                 return
-
-        async def replay() -> Message:
-            return chunks.pop(0) if chunks else await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, buffered.replay(receive), send)
 
 
 def _non_string_version(body: bytes) -> dict[str, Any] | None:
