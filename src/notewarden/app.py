@@ -40,7 +40,7 @@ from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_list import notes_list
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.web.authz import RequireScopes
-from notewarden.web.envelope import EnvelopeVersionGuard
+from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
 from notewarden.web.oauth import (
     BearerVerifier,
     JwtVerifier,
@@ -185,7 +185,8 @@ def build_http_app(
     )
     endpoint = RequireScopes(
         EnvelopeVersionGuard(
-            StreamableHTTPASGIApp(manager), max_body_bytes=services.config.http.max_body_bytes
+            OmitUnreadableId(StreamableHTTPASGIApp(manager)),
+            max_body_bytes=services.config.http.max_body_bytes,
         ),
         tool_scopes={t.tool.name: scope_for_tool(t.tool) for t in tools},
         resource_metadata=resource_metadata_url(oauth) if oauth else None,
