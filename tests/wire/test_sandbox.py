@@ -164,9 +164,10 @@ def test_stdio_server_is_sandboxed(layout: Deployment) -> None:
     assert line["sandbox"] == "enforced" and line["bind_port"] is None
 
 
-def test_kernel_without_landlock_degrades_with_a_clear_line(layout: Deployment) -> None:
-    """landlock_create_ruleset answering ENOSYS, as on a kernel without Landlock."""
-    launcher = [*SECCOMP_EXEC, "landlock_create_ruleset=ENOSYS", "--", *NOTEWARDEN]
+@pytest.mark.parametrize("err", ["ENOSYS", "EPERM"])
+def test_kernel_without_landlock_degrades_with_a_clear_line(layout: Deployment, err: str) -> None:
+    """landlock_create_ruleset answering ENOSYS (a kernel without Landlock) or EPERM (a seccomp filter)."""
+    launcher = [*SECCOMP_EXEC, f"landlock_create_ruleset={err}", "--", *NOTEWARDEN]
     server = start_http_server(layout.config, layout.root / "nolandlock.log", argv=launcher)
     client = RawMcp(server.url, ALICE_TOKEN)
     try:
@@ -176,7 +177,7 @@ def test_kernel_without_landlock_degrades_with_a_clear_line(layout: Deployment) 
         server.stop()
     [line] = log_events(server.log, "sandbox")
     assert line["sandbox"] == "unavailable" and line["level"] == "warning"
-    assert "Landlock" in line["msg"]
+    assert ("Landlock" if err == "ENOSYS" else "EPERM") in line["msg"]
 
 
 @pytest.mark.parametrize(("switch", "resolver"), [("1", "walk"), ("0", "openat2")])

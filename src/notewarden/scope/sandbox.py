@@ -35,11 +35,13 @@ restricts the network.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -96,8 +98,6 @@ class SandboxPlan:
 class SandboxReport:
     status: str  # "enforced" | "unavailable" | "disabled"
     abi: int = 0
-    plan: SandboxPlan | None = None
-    skipped: tuple[str, ...] = field(default=())
 
 
 def plan_for(config: Config) -> SandboxPlan:
@@ -138,11 +138,16 @@ def apply_sandbox(config: Config, *, enabled: bool = True, bind_port: int | None
             extra={"event": "sandbox", "sandbox": "disabled"},
         )
         return SandboxReport("disabled")
-    abi = landlockpy.abi_version()
+    reason = "this kernel has no Landlock (needs Linux >= 5.13 with landlock in the LSM list)"
+    try:
+        abi = landlockpy.abi_version()
+    except OSError as exc:  # EPERM from a seccomp filter: containers, systemd SystemCallFilter=
+        abi = 0
+        reason = f"landlock_create_ruleset failed with {errno.errorcode.get(exc.errno or 0, exc.errno)}"
     if abi < 1:
         logger.warning(
-            "sandbox unavailable: this kernel has no Landlock (needs Linux >= 5.13 with landlock in the "
-            "LSM list); serving without the sandbox layer",
+            "sandbox unavailable: %s; serving without the Landlock layer",
+            reason,
             extra={"event": "sandbox", "sandbox": "unavailable", "abi": 0},
         )
         return SandboxReport("unavailable")
@@ -153,16 +158,15 @@ def apply_sandbox(config: Config, *, enabled: bool = True, bind_port: int | None
             "apply it first thing in main()"
         )
     plan = plan_for(config)
-    skipped: list[str] = []
     with landlockpy.Ruleset(
         handled_fs=HANDLED, handled_net=AccessNet.BIND_TCP, scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL
     ) as ruleset:
         if bind_port is not None:
             ruleset.allow_port(bind_port, AccessNet.BIND_TCP)
-        _allow(ruleset, plan.read_write, READ_WRITE, skipped)
-        _allow(ruleset, plan.read, READ, skipped)
-        _allow(ruleset, plan.read_files, AccessFS.READ_FILE, skipped)
-        _allow(ruleset, [Path("/dev/null")], AccessFS.READ_FILE | AccessFS.WRITE_FILE, skipped)
+        _allow(ruleset, plan.read_write, READ_WRITE)
+        _allow(ruleset, plan.read, READ)
+        _allow(ruleset, plan.read_files, AccessFS.READ_FILE)
+        _allow(ruleset, [Path("/dev/null")], AccessFS.READ_FILE | AccessFS.WRITE_FILE)
         ruleset.restrict()
     logger.info(
         "sandbox enforced: Landlock ABI %d; read-write beneath the workspaces and the state dir only",
@@ -176,12 +180,11 @@ def apply_sandbox(config: Config, *, enabled: bool = True, bind_port: int | None
             "bind_port": bind_port,
         },
     )
-    return SandboxReport("enforced", abi, plan, tuple(skipped))
+    return SandboxReport("enforced", abi)
 
 
-def _allow(ruleset: landlockpy.Ruleset, paths: Iterable[Path], access: AccessFS, skipped: list[str]) -> None:
+def _allow(ruleset: landlockpy.Ruleset, paths: Iterable[Path], access: AccessFS) -> None:
+    """Add one rule per path; a path that does not exist on this system (/lib32, …) is left out."""
     for path in paths:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             ruleset.allow_path(path, access if path.is_dir() else access & _FILE_RIGHTS)
-        except FileNotFoundError:
-            skipped.append(str(path))

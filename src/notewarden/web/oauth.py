@@ -54,8 +54,11 @@ __all__ = [
     "READ",
     "WRITE",
     "BearerVerifier",
+    "InvalidToken",
+    "JwtVerifier",
     "covering_scopes",
     "protected_resource_routes",
+    "resource_metadata_url",
     "satisfies",
     "scope_for_tool",
 ]
@@ -246,7 +249,7 @@ class BearerVerifier:
             subject=principal,
             scopes=token_scopes(claims),
             # the SDK's backend compares expires_at with now; exp was already checked with leeway
-            expires_at=int(exp + self.jwt_verifier.settings.leeway_seconds) if isinstance(exp, int) else None,
+            expires_at=int(exp + self.jwt_verifier.settings.leeway_seconds),
             resource=self.jwt_verifier.settings.resource,
             claims={"iss": claims.get("iss"), "sub": subject},
         )
@@ -264,7 +267,6 @@ def protected_resource_routes(settings: OAuthSettings) -> list[Route]:
         scopes_supported=list(ALL_SCOPES),
         bearer_methods_supported=["header"],
         resource_name="notewarden",
-        resource_signing_alg_values_supported=None,
     )
     endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
     paths = {"/.well-known/oauth-protected-resource"}
