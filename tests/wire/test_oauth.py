@@ -259,8 +259,9 @@ def test_state_is_bound_to_the_principal_not_the_token(oauth: OAuthServer) -> No
     """A second token of the same subject may finish the confirmation (principal binding)."""
     args = {"workspaceUri": oauth.deployment.notes_uri, "title": "stand-up"}
     first = oauth.client(oauth.mint(scope="notes:delete", client_id="client-a"))
-    state = first.call("notes_delete", args).result["requestState"]
-    options = first.call("notes_delete", args).result["inputRequests"]["delete_choice"]["params"]
+    round1 = first.call("notes_delete", args).result
+    state = round1["requestState"]
+    options = round1["inputRequests"]["delete_choice"]["params"]
     note_id = options["requestedSchema"]["properties"]["note_id"]["oneOf"][0]["const"]
     second = oauth.client(oauth.mint(scope="notes:delete", client_id="client-b"))
     answer = {"delete_choice": {"action": "decline"}}
