@@ -17,8 +17,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -37,13 +36,21 @@ from notewarden import __version__
 from notewarden.config import Config
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
+from notewarden.tools.limits import RateLimiter, limit_destructive
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
-from notewarden.web.envelope import EnvelopeVersionGuard
+from notewarden.web.authz import RequireScopes
+from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
+from notewarden.web.oauth import (
+    BearerVerifier,
+    JwtVerifier,
+    protected_resource_routes,
+    resource_metadata_url,
+    scope_for_tool,
+)
 
 __all__ = [
     "SERVER_NAME",
-    "StaticTokenVerifier",
     "build_http_app",
     "build_server",
     "default_tools",
@@ -95,7 +102,8 @@ def build_server(
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
 ) -> Server[Any]:
-    registry = ToolRegistry(default_tools(services) if tools is None else tools)
+    limiter = RateLimiter(services.config.limits.destructive_per_minute)
+    registry = ToolRegistry(limit_destructive(default_tools(services) if tools is None else tools, limiter))
     resolve_principal = principal_resolver(stdio_principal)
     resources = NoteResources(services, resolve_principal)
 
@@ -153,19 +161,6 @@ async def serve_stdio(services: Services) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-class StaticTokenVerifier:
-    """Development credentials: bearer tokens whose SHA-256 is listed under a principal in config."""
-
-    def __init__(self, config: Config) -> None:
-        self._config = config
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        principal = self._config.principal_for_token(token)
-        if principal is None:
-            return None
-        return AccessToken(token="", client_id=principal, subject=principal, scopes=[])
-
-
 def transport_security(config: Config) -> TransportSecuritySettings:
     host = config.http.host
     hosts = [f"{host}:*", host]
@@ -185,20 +180,26 @@ def build_http_app(
     configure_server: ServerHook | None = None,
     extra_routes: Iterable[Route] = (),
 ) -> Starlette:
-    """The Streamable HTTP application: every request authenticated, Origin and Host validated."""
+    """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
+    tools = list(default_tools(services) if tools is None else tools)
     server = build_server(services, stdio_principal=None, tools=tools, configure_server=configure_server)
+    oauth = services.config.oauth
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=False,
         security_settings=transport_security(services.config),
         max_request_body_size=services.config.http.max_body_bytes,
     )
-    endpoint = RequireAuthMiddleware(
+    endpoint = RequireScopes(
         EnvelopeVersionGuard(
-            StreamableHTTPASGIApp(manager), max_body_bytes=services.config.http.max_body_bytes
+            OmitUnreadableId(StreamableHTTPASGIApp(manager)),
+            max_body_bytes=services.config.http.max_body_bytes,
         ),
-        required_scopes=[],
+        tool_scopes={t.tool.name: scope_for_tool(t.tool) for t in tools},
+        resource_metadata=resource_metadata_url(oauth) if oauth else None,
+        max_body_bytes=services.config.http.max_body_bytes,
     )
+    verifier = BearerVerifier(services.grants.current_config, JwtVerifier(oauth) if oauth else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -206,11 +207,13 @@ def build_http_app(
             yield
 
     return Starlette(
-        routes=[Route("/mcp", endpoint=endpoint), *extra_routes],
+        routes=[
+            Route("/mcp", endpoint=endpoint),
+            *(protected_resource_routes(oauth) if oauth else []),
+            *extra_routes,
+        ],
         middleware=[
-            Middleware(
-                AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(services.config))
-            ),
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
         lifespan=lifespan,

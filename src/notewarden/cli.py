@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", help="HTTP bind address (default from config, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default from config, else 8765)")
+    serve.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="do not confine the process with Landlock (default: confined; see docs/security.md)",
+    )
 
     demo = sub.add_parser("demo", help="walk through a confirmed delete against a real server")
     demo.add_argument(
@@ -61,11 +66,21 @@ def resolve_config(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, http=http)
 
 
+def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> None:
+    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1)."""
+    from notewarden.scope.sandbox import apply_sandbox
+
+    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    apply_sandbox(config, enabled=enabled, bind_port=bind_port)
+
+
 def serve(args: argparse.Namespace) -> int:
     from notewarden.app import build_http_app, serve_stdio
     from notewarden.services import open_services
 
     config = resolve_config(args)
+    port = config.http.port if args.transport == "http" else None
+    start_sandboxed(config, enabled=not args.no_sandbox, bind_port=port)
     services = open_services(config)
     try:
         if args.transport == "stdio":

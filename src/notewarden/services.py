@@ -49,6 +49,16 @@ def open_services(config: Config) -> Services:
         sealing_keys=load_or_create_keys(config.state_dir),
     )
     recover_interrupted_deletes(services)
+    resolvers = sorted({grants.root(w).resolver for w in config.workspaces})
+    logger.info(
+        "workspaces opened; files are resolved with %s",
+        "/".join(resolvers) or "nothing (no workspaces)",
+        extra={
+            "event": "workspaces_opened",
+            "resolver": ",".join(resolvers),
+            "workspaces": len(config.workspaces),
+        },
+    )
     return services
 
 
