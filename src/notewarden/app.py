@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from notewarden import __version__
 from notewarden.config import Config
+from notewarden.legacy import live_elicitation
 from notewarden.services import Services
 from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_list import notes_list
@@ -111,6 +112,7 @@ def build_server(
             input_responses=params.input_responses or {},
             request_state=params.request_state,
             report_progress=ctx.session.report_progress,
+            live=live_elicitation(ctx),
         )
         return await registry.call(call)
 

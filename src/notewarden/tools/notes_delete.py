@@ -9,12 +9,16 @@ The handler reads as the path of one delete:
     5 verify      authentic, unexpired, same principal/arguments (SDK boundary) + same phase
     6 judge       accept / decline / cancel against the form     (confirm.forms.OUTCOMES)
     7 commit      one critical section: claim, re-authorize, re-contain, re-verify, trash
+
+On a 2025-11-25 session (`call.live`), step 4 asks live on the session and steps 5-7 run
+at once on the state held in memory: the same form, judge, ledger claim and commit.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -103,6 +107,8 @@ class DeleteTool:
         require_form_elicitation(call.capabilities)
         uri, query = call.arguments["workspaceUri"], call.arguments["title"]
         scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
+        if call.live is not None:
+            return await self.ask_live(call, scope, query)
         if call.request_state is None:
             candidates = await anyio.to_thread.run_sync(
                 find_candidates, self.services, scope, query
@@ -117,15 +123,7 @@ class DeleteTool:
     def ask(
         self, scope: WorkspaceScope, query: str, candidates: Sequence[Candidate]
     ) -> types.InputRequiredResult:
-        state = ConfirmationState(
-            phase=PHASE,
-            principal=scope.principal,
-            workspace=str(scope.workspace),
-            workspace_identity=scope.root.identity,
-            candidates=tuple(candidates),
-            confirmation_id=new_confirmation_id(),
-            issued_at=time.time(),
-        )
+        state = new_state(scope, candidates)
         return types.InputRequiredResult(
             input_requests={
                 DELETE_INPUT_KEY: types.ElicitRequest.model_validate(
@@ -135,23 +133,34 @@ class DeleteTool:
             request_state=state.encode(),
         )
 
+    async def ask_live(self, call: ToolCall, scope: WorkspaceScope, query: str) -> types.CallToolResult:
+        """Legacy session: 3 find, 4 ask live, 6 judge, 7 commit; the state never leaves memory."""
+        assert call.live is not None
+        candidates = await anyio.to_thread.run_sync(find_candidates, self.services, scope, query)
+        state = new_state(scope, candidates)
+        form = delete_form(str(scope.uri), query, candidates)["params"]
+        answer = await call.live.form(form["message"], form["requestedSchema"])
+        verdict = judge_choice(answer, state.candidates)
+        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict, retriable=False))
+
     def verify(self, call: ToolCall, scope: WorkspaceScope) -> ConfirmationState:
         state = ConfirmationState.decode(call.request_state, phase=PHASE)
         if state.principal != call.principal or state.workspace != str(scope.workspace):
             raise InvalidState("state was minted for another principal or workspace")
         return state
 
-    def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
+    def commit(
+        self, call: ToolCall, state: ConfirmationState, verdict: Verdict, *, retriable: bool = True
+    ) -> types.CallToolResult:
+        """`retriable=False` on a legacy session, where the state dies with the call."""
         outcome = OUTCOMES[verdict.kind]
         if not outcome.consumes:
             prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
                 raise already_used(prior)
         if verdict.kind is VerdictKind.INVALID:
-            return tool_error(
-                "invalid_answer",
-                f"nothing was deleted: {verdict.problem}. The confirmation is still usable; answer the form again.",
-            )
+            again = "The confirmation is still usable; answer the form again." if retriable else "Call again."
+            return tool_error("invalid_answer", f"nothing was deleted: {verdict.problem}. {again}")
         deleted = []
         if outcome.consumes:
             claim = Claim(
@@ -195,6 +204,8 @@ class DeleteTool:
         }
         if deleted:
             text = f"Moved “{deleted[0].title}” ({deleted[0].note_id}) to the trash of {workspace}."
+        elif verdict.kind is VerdictKind.CANCELLED and not retriable:
+            text = "Cancelled: nothing was deleted."
         elif verdict.kind is VerdictKind.CANCELLED:
             until = time.strftime(
                 "%Y-%m-%dT%H:%M:%SZ",
@@ -211,6 +222,18 @@ class DeleteTool:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
+
+
+def new_state(scope: WorkspaceScope, candidates: Sequence[Candidate]) -> ConfirmationState:
+    return ConfirmationState(
+        phase=PHASE,
+        principal=scope.principal,
+        workspace=str(scope.workspace),
+        workspace_identity=scope.root.identity,
+        candidates=tuple(candidates),
+        confirmation_id=new_confirmation_id(),
+        issued_at=time.time(),
+    )
 
 
 def already_used(prior: str | None) -> ToolFailure:
