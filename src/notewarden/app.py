@@ -39,6 +39,7 @@ from notewarden.legacy import live_elicitation
 from notewarden.services import Services
 from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_list import notes_list
+from notewarden.tools.notes_publish import notes_publish
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.web.envelope import EnvelopeVersionGuard
 
@@ -69,7 +70,7 @@ ServerHook = Callable[[Server[Any]], None]
 
 
 def default_tools(services: Services) -> list[ToolDef]:
-    return [notes_list(services), notes_delete(services)]
+    return [notes_list(services), notes_delete(services), notes_publish(services)]
 
 
 def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:

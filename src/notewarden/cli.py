@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--url", metavar="URL", help="a Streamable HTTP endpoint")
     client.add_argument("--token-env", metavar="VAR", help="with --url: send the bearer token from $VAR")
 
-    lint = sub.add_parser("lint-form", help="check an elicitation form (exit 0 clean, 1 problems, 2 bad input)")
+    lint = sub.add_parser(
+        "lint-form", help="check an elicitation form (exit 0 clean, 1 problems, 2 bad input)"
+    )
     lint.add_argument("file", metavar="FILE.json", help="a requestedSchema, elicitation params or request")
     lint.add_argument("--max-choices", type=int, default=25, help="longest choice list a dialog can show")
     return parser
@@ -85,7 +87,9 @@ def serve(args: argparse.Namespace) -> int:
         else:
             import uvicorn
 
-            app = build_http_app(services)
+            from notewarden.web.connect import connect_routes
+
+            app = build_http_app(services, extra_routes=connect_routes(services))
             uvicorn.run(app, host=config.http.host, port=config.http.port, log_config=None, access_log=False)
     finally:
         services.close()

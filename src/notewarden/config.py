@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = ["Config", "ConfigError", "HttpSettings", "PrincipalConfig", "default_state_dir", "load_config"]
@@ -73,6 +74,7 @@ class Config:
     confirmation_ttl_seconds: float = 600.0
     http: HttpSettings = field(default_factory=HttpSettings)
     source: Path | None = None
+    publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -114,7 +116,7 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
-    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
+    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http", "publish"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -192,6 +194,11 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
         raise ConfigError("confirmation_ttl_seconds must be a number of seconds between 1 and 86400")
 
+    try:
+        publish = parse_publish(raw.get("publish"))
+    except PublishConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
     return Config(
         state_dir=state_dir,
         workspaces=tuple(workspaces),
@@ -200,6 +207,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         confirmation_ttl_seconds=float(ttl),
         http=http,
         source=source,
+        publish=publish,
     )
 
 

@@ -115,12 +115,17 @@ def _lint_params(params: Any, max_choices: int) -> list[Problem]:
 
 def lint_requested_schema(schema: Any, *, max_choices: int = DEFAULT_MAX_CHOICES) -> list[Problem]:
     if not isinstance(schema, Mapping):
-        return [Problem("", "shape", "requestedSchema must be an object {type: 'object', properties, required}")]
+        return [
+            Problem("", "shape", "requestedSchema must be an object {type: 'object', properties, required}")
+        ]
     problems: list[Problem] = []
     allowed_top = {"$schema", "type", "properties", "required"}
     problems += [
-        Problem(_pointer(k), "shape", f"keyword {k!r} is not allowed at the top of a form; allowed: "
-                + ", ".join(sorted(allowed_top)))
+        Problem(
+            _pointer(k),
+            "shape",
+            f"keyword {k!r} is not allowed at the top of a form; allowed: " + ", ".join(sorted(allowed_top)),
+        )
         for k in sorted(set(schema) - allowed_top)
     ]
     if schema.get("type") != "object":
@@ -130,7 +135,9 @@ def lint_requested_schema(schema: Any, *, max_choices: int = DEFAULT_MAX_CHOICES
         problems.append(Problem("/properties", "shape", "properties must be an object of form fields"))
         properties = {}
     for name, field in properties.items():
-        problems += [_under(_pointer("properties", name), p) for p in _lint_field(str(name), field, max_choices)]
+        problems += [
+            _under(_pointer("properties", name), p) for p in _lint_field(str(name), field, max_choices)
+        ]
     problems += _lint_required(schema, properties)
     return problems
 
@@ -180,7 +187,9 @@ def _classify(field: Mapping[str, Any]) -> tuple[str | None, list[Problem]]:
     """The one definition this field is meant to be, and its schema errors against it."""
     kind = field.get("type")
     if kind == "object" or "properties" in field:
-        return None, [Problem("", "shape", "nested objects are not allowed: flatten this into top-level fields")]
+        return None, [
+            Problem("", "shape", "nested objects are not allowed: flatten this into top-level fields")
+        ]
     if kind == "array":
         items = field.get("items")
         definition = (
@@ -287,9 +296,14 @@ def _choice_problems(field: Mapping[str, Any], max_choices: int) -> list[Problem
 
 
 def _link_problems(field: Mapping[str, Any]) -> list[Problem]:
-    texts: list[tuple[str, Any]] = [("/title", field.get("title")), ("/description", field.get("description"))]
+    texts: list[tuple[str, Any]] = [
+        ("/title", field.get("title")),
+        ("/description", field.get("description")),
+    ]
     for key, options in _options(field):
-        texts += [(f"{key}/{i}/title", o.get("title")) for i, o in enumerate(options) if isinstance(o, Mapping)]
+        texts += [
+            (f"{key}/{i}/title", o.get("title")) for i, o in enumerate(options) if isinstance(o, Mapping)
+        ]
     return [
         Problem(key, "link", f"{text!r} contains a URL; forms must not carry clickable links (use URL mode)")
         for key, text in texts
