@@ -68,7 +68,7 @@ def test_tools_list_is_deterministic_and_honest(alice: RawMcp) -> None:
     tools = {t["name"]: t for t in first.result["tools"]}
     assert list(tools) == sorted(tools)
     delete = tools["notes_delete"]
-    assert delete["inputSchema"]["required"] == ["workspaceUri", "title"]
+    assert delete["inputSchema"]["required"] == ["title"]  # workspaceUri: see tools/workspace_hint.py
     assert delete["annotations"]["destructiveHint"] is True
     assert delete["annotations"]["readOnlyHint"] is False
     assert tools["notes_list"]["annotations"]["readOnlyHint"] is True

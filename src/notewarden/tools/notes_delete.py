@@ -10,6 +10,8 @@ The handler reads as the path of one delete:
     6 judge       accept / decline / cancel against the form     (confirm.forms.OUTCOMES)
     7 commit      one critical section: claim, re-authorize, re-contain, re-verify, trash
 
+Without `workspaceUri`, a 2026-07-28 client that declares `roots` is asked for them first
+(`tools.workspace_hint`): they only choose among the workspaces already granted.
 On a 2025-11-25 session (`call.live`), step 4 asks live on the session and steps 5-7 run
 at once on the state held in memory: the same form, judge, ledger claim and commit.
 """
@@ -46,6 +48,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.workspace_hint import resolve_workspace
 
 __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
 
@@ -61,7 +64,8 @@ INPUT_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "maxLength": 4096,
             "description": "file: URI of a workspace granted to you, or of a folder inside it "
-            "(e.g. file:///srv/notes/team-a). The URI alone grants nothing.",
+            "(e.g. file:///srv/notes/team-a). The URI alone grants nothing. Required, except from a "
+            "2026-07-28 client that declares roots: its roots then choose among your granted workspaces.",
         },
         "title": {
             "type": "string",
@@ -72,7 +76,7 @@ INPUT_SCHEMA: dict[str, Any] = {
             "(case-insensitive).",
         },
     },
-    "required": ["workspaceUri", "title"],
+    "required": ["title"],
     "additionalProperties": False,
 }
 
@@ -105,6 +109,11 @@ class DeleteTool:
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         require_form_elicitation(call.capabilities)
+        if "workspaceUri" not in call.arguments:
+            hinted = resolve_workspace(self.services, call, workspace_in_state)
+            if not isinstance(hinted, ToolCall):
+                return hinted
+            call = hinted
         uri, query = call.arguments["workspaceUri"], call.arguments["title"]
         scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
         if call.live is not None:
@@ -222,6 +231,10 @@ class DeleteTool:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
+
+
+def workspace_in_state(request_state: str) -> str:
+    return ConfirmationState.decode(request_state, phase=PHASE).workspace
 
 
 def new_state(scope: WorkspaceScope, candidates: Sequence[Candidate]) -> ConfirmationState:
