@@ -79,7 +79,7 @@ def test_no_granted_match_is_refused_with_the_granted_list(alice: RawMcp, deploy
 
 def test_without_roots_capability_workspace_uri_is_required(alice: RawMcp, deployment: Deployment) -> None:
     reply = alice.call("notes_delete", {"title": "TPS"}, capabilities={"elicitation": {"form": {}}}).result
-    assert reply["isError"] and reply["structuredContent"]["error"]["code"] == "workspace_required"
+    assert reply["isError"] and reply["structuredContent"]["error"]["code"] == "invalid_arguments"
     assert deployment.notes_uri in reply["structuredContent"]["error"]["message"]
 
 

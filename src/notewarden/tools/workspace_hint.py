@@ -87,8 +87,8 @@ def resolve_workspace(
     roots_declared = call.capabilities is not None and call.capabilities.roots is not None
     if call.live is not None or not roots_declared:
         raise ToolFailure(
-            "workspace_required",
-            f"give workspaceUri (a workspace granted to you: {listing}); without it the server can only "
+            "invalid_arguments",
+            f"invalid arguments for {call.name}: give workspaceUri (a workspace granted to you: {listing}); without it the server can only "
             "use a 2026-07-28 client's roots, which this request did not declare",
         )
     phase = state_phase(call.request_state)
