@@ -40,6 +40,7 @@ from notewarden.services import Services
 from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_list import notes_list
 from notewarden.tools.notes_publish import notes_publish
+from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.web.envelope import EnvelopeVersionGuard
 
@@ -94,6 +95,9 @@ def build_server(
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
 ) -> Server[Any]:
+    broken = check_own_forms()
+    if broken:
+        raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
     registry = ToolRegistry(default_tools(services) if tools is None else tools)
     resolve_principal = principal_resolver(stdio_principal)
 

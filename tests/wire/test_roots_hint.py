@@ -56,14 +56,20 @@ def test_several_matches_are_offered_in_a_form(alice: RawMcp, deployment: Deploy
     deployment.write_config(alice_workspaces=[deployment.notes_uri, deployment.private_uri])
     first = call(alice)
     choice = call(alice, first["requestState"], workspace_roots=roots(f"file://{deployment.root}"))
-    field = choice["inputRequests"]["workspace_choice"]["params"]["requestedSchema"]["properties"]["workspaceUri"]
-    assert sorted(o["const"] for o in field["oneOf"]) == sorted([deployment.notes_uri, deployment.private_uri])
+    field = choice["inputRequests"]["workspace_choice"]["params"]["requestedSchema"]["properties"][
+        "workspaceUri"
+    ]
+    assert sorted(o["const"] for o in field["oneOf"]) == sorted(
+        [deployment.notes_uri, deployment.private_uri]
+    )
     form = call(
         alice,
         choice["requestState"],
         workspace_choice={"action": "accept", "content": {"workspaceUri": deployment.private_uri}},
     )
-    options = form["inputRequests"]["delete_choice"]["params"]["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    options = form["inputRequests"]["delete_choice"]["params"]["requestedSchema"]["properties"]["note_id"][
+        "oneOf"
+    ]
     assert [o["const"] for o in options] == ["secret-tps.md"]
 
 
@@ -73,7 +79,9 @@ def test_no_granted_match_is_refused_with_the_granted_list(alice: RawMcp, deploy
     assert refused["isError"]
     error = refused["structuredContent"]["error"]
     assert error["code"] == "no_granted_root" and deployment.notes_uri in error["message"]
-    assert deployment.private_uri not in error["message"], "bob's workspace is never revealed nor widened into"
+    assert deployment.private_uri not in error["message"], (
+        "bob's workspace is never revealed nor widened into"
+    )
     assert (deployment.private / "secret-tps.md").exists()
 
 
@@ -85,7 +93,9 @@ def test_without_roots_capability_workspace_uri_is_required(alice: RawMcp, deplo
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_official_sdk_client_answers_roots_through_mrtr(deployment: Deployment, anyio_backend: str) -> None:
+async def test_official_sdk_client_answers_roots_through_mrtr(
+    deployment: Deployment, anyio_backend: str
+) -> None:
     asked: list[str] = []
 
     async def list_roots(context: Any) -> types.ListRootsResult:
@@ -94,11 +104,15 @@ async def test_official_sdk_client_answers_roots_through_mrtr(deployment: Deploy
 
     async def confirm(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestFormParams)
-        return types.ElicitResult(action="accept", content={"note_id": "reports/tps-2019.md", "confirm": True})
+        return types.ElicitResult(
+            action="accept", content={"note_id": "reports/tps-2019.md", "confirm": True}
+        )
 
     command = [sys.executable, "-m", "notewarden", "serve", "--config", str(deployment.config)]
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-    async with Client(params, mode="2026-07-28", list_roots_callback=list_roots, elicitation_callback=confirm) as c:
+    async with Client(
+        params, mode="2026-07-28", list_roots_callback=list_roots, elicitation_callback=confirm
+    ) as c:
         result = await c.call_tool("notes_delete", {"title": "TPS report 2019"})
     assert result.structured_content["outcome"] == "deleted", result
     assert asked == ["roots"]

@@ -232,6 +232,10 @@ def _classify(field: Mapping[str, Any]) -> tuple[str | None, list[Problem]]:
 
 
 def _shape_problem(error: Any) -> Problem:
+    if error.validator == "required" and isinstance(error.instance, Mapping):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        if missing:  # point at what is missing, not at its parent
+            return Problem(_pointer(*error.absolute_path, missing[0]), "shape", f"{missing[0]!r} is required")
     return Problem(_pointer(*error.absolute_path), "shape", error.message)
 
 

@@ -29,13 +29,14 @@ from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 from notewarden.services import Services
 from notewarden.tools.registry import ToolCall, ToolFailure, tool_error
 
-__all__ = ["CHOICE_KEY", "ROOTS_KEY", "choice_form", "resolve_workspace"]
+__all__ = ["CHOICE_KEY", "MAX_OFFERED_WORKSPACES", "ROOTS_KEY", "choice_form", "resolve_workspace"]
 
 ROOTS_KEY = "workspace_roots"
 CHOICE_KEY = "workspace_choice"
 _ROOTS_PHASE = "workspace/roots"
 _CHOICE_PHASE = "workspace/choice"
 _FIELD = "workspaceUri"
+MAX_OFFERED_WORKSPACES = 25  # a longer choice does not fit a dialog (forms.lint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,11 @@ def resolve_workspace(
             )
         if len(matches) == 1:
             return _with_workspace(call, str(matches[0]), fresh=True)
+        if len(matches) > MAX_OFFERED_WORKSPACES:
+            raise ToolFailure(
+                "too_many_matches",
+                f"{len(matches)} of your workspaces match this client's roots; give workspaceUri explicitly",
+            )
         return ask_choice(call.principal, [str(m) for m in matches])
     if phase == _CHOICE_PHASE:
         state = HintState.decode(call.request_state, call.principal)
