@@ -357,7 +357,7 @@ class TerminalHost:
             self.say(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
     async def repl(self, client: Client) -> None:
-        info = client.server_info if hasattr(client, "server_info") else None
+        info = client.server_info
         self.say(f"connected{' to ' + info.name if info is not None else ''}. Type 'help' for commands.")
         while True:
             try:
