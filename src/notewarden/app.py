@@ -34,12 +34,15 @@ from starlette.routing import Route
 
 from notewarden import __version__
 from notewarden.config import Config
+from notewarden.legacy import live_elicitation
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import RateLimiter, limit_destructive
+from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
 from notewarden.web.authz import RequireScopes
+from notewarden.web.connect import connect_routes
 from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
 from notewarden.web.oauth import (
     BearerVerifier,
@@ -102,6 +105,9 @@ def build_server(
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
 ) -> Server[Any]:
+    broken = check_own_forms()
+    if broken:
+        raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
     limiter = RateLimiter(services.config.limits.destructive_per_minute)
     registry = ToolRegistry(limit_destructive(default_tools(services) if tools is None else tools, limiter))
     resolve_principal = principal_resolver(stdio_principal)
@@ -123,6 +129,7 @@ def build_server(
             input_responses=params.input_responses or {},
             request_state=params.request_state,
             report_progress=ctx.session.report_progress,
+            live=live_elicitation(ctx),
         )
         return await registry.call(call)
 
@@ -178,7 +185,6 @@ def build_http_app(
     *,
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
-    extra_routes: Iterable[Route] = (),
 ) -> Starlette:
     """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
     tools = list(default_tools(services) if tools is None else tools)
@@ -200,6 +206,7 @@ def build_http_app(
         max_body_bytes=services.config.http.max_body_bytes,
     )
     verifier = BearerVerifier(services.grants.current_config, JwtVerifier(oauth) if oauth else None)
+    connect = connect_routes(services, verifier.verify_token)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -210,7 +217,7 @@ def build_http_app(
         routes=[
             Route("/mcp", endpoint=endpoint),
             *(protected_resource_routes(oauth) if oauth else []),
-            *extra_routes,
+            *connect,
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),

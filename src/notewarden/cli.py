@@ -3,6 +3,8 @@
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
 notewarden demo                                          # the walkthrough
+notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
+notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--dir", metavar="DIR", help="where to create the sample workspace (default: a temp dir)"
     )
     demo.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+
+    client = sub.add_parser("client", help="an interactive terminal host for any 2026-07-28 MCP server")
+    target = client.add_mutually_exclusive_group(required=True)
+    target.add_argument("--stdio", metavar="CMD", help="launch this server command and talk over its stdio")
+    target.add_argument("--url", metavar="URL", help="a Streamable HTTP endpoint")
+    client.add_argument("--token-env", metavar="VAR", help="with --url: send the bearer token from $VAR")
+
+    lint = sub.add_parser(
+        "lint-form", help="check an elicitation form (exit 0 clean, 1 problems, 2 bad input)"
+    )
+    lint.add_argument("file", metavar="FILE.json", help="a requestedSchema, elicitation params or request")
+    lint.add_argument("--max-choices", type=int, default=25, help="longest choice list a dialog can show")
     return parser
 
 
@@ -105,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.demo import run_demo
 
             return run_demo(args.dir, transport=args.transport)
+        if args.command == "client":
+            from notewarden.client.tui import run_client
+
+            return run_client(stdio=args.stdio, url=args.url, token_env=args.token_env)
+        if args.command == "lint-form":
+            from notewarden.forms.lint import run_lint_form
+
+            return run_lint_form(args.file, max_choices=args.max_choices)
     except ConfigError as exc:
         print(f"notewarden: configuration error: {exc}", file=sys.stderr)
         return 2

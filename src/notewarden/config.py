@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [
@@ -123,6 +124,7 @@ class Config:
     oauth: OAuthSettings | None = None
     limits: LimitSettings = field(default_factory=LimitSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -172,7 +174,7 @@ def load_config(path: str | Path) -> Config:
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
     known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
-    known |= {"oauth", "limits", "sandbox"}
+    known |= {"oauth", "limits", "sandbox", "publish"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -262,6 +264,11 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
         raise ConfigError("confirmation_ttl_seconds must be a number of seconds between 1 and 86400")
 
+    try:
+        publish = parse_publish(raw.get("publish"))
+    except PublishConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
     return Config(
         state_dir=state_dir,
         workspaces=tuple(workspaces),
@@ -273,6 +280,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         oauth=_oauth(_table(raw, "oauth")) if "oauth" in raw else None,
         limits=_limits(_table(raw, "limits")) if "limits" in raw else LimitSettings(),
         sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
+        publish=publish,
     )
 
 

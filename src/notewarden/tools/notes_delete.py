@@ -15,12 +15,18 @@ step 3 looks those notes up instead, and the form is a multi-select with every n
 the user unticks any to keep and confirms the rest, which move to the trash together or not
 at all (one critical section). Multi-select because the caller chose the set, so the user's
 job is to veto, not to pick; a single-select would turn "delete these 5" into 5 forms.
+
+Without `workspaceUri`, a 2026-07-28 client that declares `roots` is asked for them first
+(`tools.workspace_hint`): they only choose among the workspaces already granted.
+On a 2025-11-25 session (`call.live`), step 4 asks live on the session and steps 5-7 run
+at once on the state held in memory: the same form, judge, ledger claim and commit.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -50,6 +56,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.workspace_hint import resolve_workspace
 
 __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
 
@@ -85,11 +92,12 @@ INPUT_SCHEMA: dict[str, Any] = {
             "root). The user still confirms them, and may untick any.",
         },
     },
-    "required": ["workspaceUri"],
+    "required": [],
     "additionalProperties": False,
 }
 """Exactly one of title and noteIds is checked by the handler, not by a top-level oneOf, which
-several model APIs refuse in a tool's inputSchema."""
+several model APIs refuse in a tool's inputSchema; so is workspaceUri, which only a client that
+declares `roots` may leave out (tools.workspace_hint)."""
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -120,6 +128,11 @@ class DeleteTool:
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         require_form_elicitation(call.capabilities)
+        if "workspaceUri" not in call.arguments:
+            hinted = resolve_workspace(self.services, call, workspace_in_state)
+            if not isinstance(hinted, ToolCall):
+                return hinted
+            call = hinted
         uri, query = call.arguments["workspaceUri"], call.arguments.get("title")
         if (query is None) == ("noteIds" not in call.arguments):
             raise ToolFailure(
@@ -127,9 +140,12 @@ class DeleteTool:
                 "give exactly one of title (words of the note title) and noteIds (note ids)",
             )
         scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
+        note_ids = call.arguments.get("noteIds")
+        if call.live is not None:
+            return await self.ask_live(call, scope, query, note_ids)
         if call.request_state is None:
             candidates = await anyio.to_thread.run_sync(
-                find_candidates, self.services, scope, query, call.arguments.get("noteIds")
+                find_candidates, self.services, scope, query, note_ids
             )  # 3 find
             return self.ask(scope, query, candidates)  # 4 ask
         state = self.verify(call, scope)  # 5 verify
@@ -142,24 +158,25 @@ class DeleteTool:
     def ask(
         self, scope: WorkspaceScope, query: str | None, candidates: Sequence[Candidate]
     ) -> types.InputRequiredResult:
-        state = ConfirmationState(
-            phase=PHASE,
-            principal=scope.principal,
-            workspace=str(scope.workspace),
-            workspace_identity=scope.root.identity,
-            candidates=tuple(candidates),
-            confirmation_id=new_confirmation_id(),
-            issued_at=time.time(),
-        )
-        form = (
-            delete_form(str(scope.uri), query, candidates)
-            if query is not None
-            else delete_set_form(str(scope.uri), candidates)
-        )
         return types.InputRequiredResult(
-            input_requests={DELETE_INPUT_KEY: types.ElicitRequest.model_validate(form)},
-            request_state=state.encode(),
+            input_requests={
+                DELETE_INPUT_KEY: types.ElicitRequest.model_validate(delete_request(scope, query, candidates))
+            },
+            request_state=new_state(scope, candidates).encode(),
         )
+
+    async def ask_live(
+        self, call: ToolCall, scope: WorkspaceScope, query: str | None, note_ids: Sequence[str] | None
+    ) -> types.CallToolResult:
+        """Legacy session: 3 find, 4 ask live, 6 judge, 7 commit; the state never leaves memory."""
+        assert call.live is not None
+        candidates = await anyio.to_thread.run_sync(find_candidates, self.services, scope, query, note_ids)
+        state = new_state(scope, candidates)
+        form = delete_request(scope, query, candidates)["params"]
+        answer = await call.live.form(form["message"], form["requestedSchema"])
+        judge = judge_choice if query is not None else judge_selection
+        verdict = judge(answer, state.candidates)
+        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict, retriable=False))
 
     def verify(self, call: ToolCall, scope: WorkspaceScope) -> ConfirmationState:
         state = ConfirmationState.decode(call.request_state, phase=PHASE)
@@ -167,17 +184,18 @@ class DeleteTool:
             raise InvalidState("state was minted for another principal or workspace")
         return state
 
-    def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
+    def commit(
+        self, call: ToolCall, state: ConfirmationState, verdict: Verdict, *, retriable: bool = True
+    ) -> types.CallToolResult:
+        """`retriable=False` on a legacy session, where the state dies with the call."""
         outcome = OUTCOMES[verdict.kind]
         if not outcome.consumes:
             prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
                 raise already_used(prior)
         if verdict.kind is VerdictKind.INVALID:
-            return tool_error(
-                "invalid_answer",
-                f"nothing was deleted: {verdict.problem}. The confirmation is still usable; answer the form again.",
-            )
+            again = "The confirmation is still usable; answer the form again." if retriable else "Call again."
+            return tool_error("invalid_answer", f"nothing was deleted: {verdict.problem}. {again}")
         deleted = []
         if outcome.consumes:
             claim = Claim(
@@ -225,6 +243,8 @@ class DeleteTool:
             )
         elif deleted:
             text = f"Moved “{deleted[0].title}” ({deleted[0].note_id}) to the trash of {workspace}."
+        elif verdict.kind is VerdictKind.CANCELLED and not retriable:
+            text = "Cancelled: nothing was deleted."
         elif verdict.kind is VerdictKind.CANCELLED:
             until = time.strftime(
                 "%Y-%m-%dT%H:%M:%SZ",
@@ -241,6 +261,31 @@ class DeleteTool:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
+
+
+def workspace_in_state(request_state: str) -> str:
+    return ConfirmationState.decode(request_state, phase=PHASE).workspace
+
+
+def new_state(scope: WorkspaceScope, candidates: Sequence[Candidate]) -> ConfirmationState:
+    return ConfirmationState(
+        phase=PHASE,
+        principal=scope.principal,
+        workspace=str(scope.workspace),
+        workspace_identity=scope.root.identity,
+        candidates=tuple(candidates),
+        confirmation_id=new_confirmation_id(),
+        issued_at=time.time(),
+    )
+
+
+def delete_request(
+    scope: WorkspaceScope, query: str | None, candidates: Sequence[Candidate]
+) -> dict[str, Any]:
+    """The pick-one form for a title query, the veto-any form for a known set of ids."""
+    if query is not None:
+        return delete_form(str(scope.uri), query, candidates)
+    return delete_set_form(str(scope.uri), candidates)
 
 
 def already_used(prior: str | None) -> ToolFailure:

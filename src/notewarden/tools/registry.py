@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from jsonschema import Draft202012Validator
@@ -35,6 +35,7 @@ from notewarden.scope.grants import AuthorizationError, ScopeError
 
 __all__ = [
     "ERROR_CODES",
+    "LiveElicitation",
     "MissingCapability",
     "ToolCall",
     "ToolDef",
@@ -75,6 +76,22 @@ ERROR_CODES: Mapping[type[Exception], str] = {
 }
 
 
+class LiveElicitation(Protocol):
+    """A 2025-11-25 session's back channel: ask the user now, as a server→client request, and wait.
+
+    Only legacy (initialize-handshake) sessions have one; a 2026-07-28 request never does,
+    and its tools ask through `input_required` instead.
+    """
+
+    async def form(self, message: str, requested_schema: Mapping[str, Any]) -> types.ElicitResult: ...
+
+    async def url(self, message: str, url: str, elicitation_id: str) -> types.ElicitResult: ...
+
+    async def completed(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode step finished (`notifications/elicitation/complete`)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """Everything a handler may rely on: nothing here comes from earlier requests."""
@@ -86,6 +103,8 @@ class ToolCall:
     input_responses: Mapping[str, Any]
     request_state: str | None
     report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    live: LiveElicitation | None = None
+    """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
 
 
 ToolResult = types.CallToolResult | types.InputRequiredResult
