@@ -10,6 +10,7 @@ from notewarden.ledger import Ledger
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_MIGRATIONS, FilesNoteStore
 from notewarden.notes.store import NoteStore
+from notewarden.publish.connections import Connections
 from notewarden.scope.grants import Grants
 from notewarden.sealing import load_or_create_keys
 
@@ -25,10 +26,14 @@ class Services:
     ledger: Ledger
     store: NoteStore
     sealing_keys: list[bytes]
+    connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
 
     def close(self) -> None:
+        self.store.close()
         self.ledger.close()
         self.grants.close()
+        if self.connections is not None:
+            self.connections.close()
 
 
 def open_services(config: Config) -> Services:
@@ -39,15 +44,27 @@ def open_services(config: Config) -> Services:
     ledger = SqliteLedger(
         config.state_dir / "notewarden.sqlite3", migrations=[("files_store", FILES_STORE_MIGRATIONS)]
     )
-    store = FilesNoteStore()
+    store = FilesNoteStore(config.state_dir / "notes-index.sqlite3")
+    keys = load_or_create_keys(config.state_dir)
     services = Services(
         config=config,
         grants=grants,
         ledger=ledger,
         store=store,
-        sealing_keys=load_or_create_keys(config.state_dir),
+        sealing_keys=keys,
+        connections=Connections(config.state_dir / "publish.sqlite3", keys),
     )
     recover_interrupted_deletes(services)
+    resolvers = sorted({grants.root(w).resolver for w in config.workspaces})
+    logger.info(
+        "workspaces opened; files are resolved with %s",
+        "/".join(resolvers) or "nothing (no workspaces)",
+        extra={
+            "event": "workspaces_opened",
+            "resolver": ",".join(resolvers),
+            "workspaces": len(config.workspaces),
+        },
+    )
     return services
 
 
