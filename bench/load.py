@@ -72,7 +72,7 @@ class McpHttp:
         self._ids = itertools.count(1)
         self._next_url = itertools.cycle(target.urls)
         self.http = httpx2.AsyncClient(
-            timeout=60,
+            timeout=600,  # a first call may build the search index of a large workspace
             limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
         )
         self._headers = {
@@ -260,8 +260,10 @@ async def run_flow(
     run = FLOWS[flow]
     mcp = McpHttp(target, connections=workers, validate=True)
     try:
+        warmed = time.perf_counter()
         for note in warmup:  # sequential, schema-checked, not timed
             await run(mcp, note)
+        warmup_seconds = time.perf_counter() - warmed
         mcp.validate = False
         queue = iter(notes)
         latencies: list[float] = []
@@ -295,7 +297,7 @@ async def run_flow(
     finally:
         await mcp.aclose()
     latencies.sort()
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"warmup_seconds": round(warmup_seconds, 3)}
     if latencies:
         extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / len(latencies), 3)
         if server_pids:

@@ -543,7 +543,7 @@ def write_result(
 ) -> Path:
     results.mkdir(parents=True, exist_ok=True)
     started = dict(started, loadavg_at_end=[round(x, 2) for x in os.getloadavg()])
-    path = results / f"{section}.json"
+    path = results / f"perf-{section}.json"
     path.write_text(
         json.dumps(
             {

@@ -29,7 +29,7 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     )
     assert code == 0
 
-    comparison = json.loads((results / "comparison.json").read_text())
+    comparison = json.loads((results / "perf-comparison.json").read_text())
     for name in ("notewarden", "mcpserver", "fastmcp"):
         delete = comparison["rounds"][0][name]["delete"]
         assert delete["ok"] == 6 and delete["errors"] == 0, delete
@@ -37,14 +37,14 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     for baseline in ("mcpserver", "fastmcp"):
         assert comparison["rounds"][0][baseline]["read"]["ok"] == 6
         assert comparison["summary"]["delete_throughput_ratio"][baseline]["median"] > 0
-    scale = json.loads((results / "scale.json").read_text())
+    scale = json.loads((results / "perf-scale.json").read_text())
     assert [p["notes"] for p in scale["points"]] == [30, 60]
     assert all(p["round1"]["ok"] == 3 and p["round1"]["errors"] == 0 for p in scale["points"])
-    instances = json.loads((results / "instances.json").read_text())
+    instances = json.loads((results / "perf-instances.json").read_text())
     files = instances["stores"]["files+sqlite"]
     assert all(run["errors"] == 0 and run["ok"] == 6 for runs in files["runs"].values() for run in runs)
     assert "postgres" in instances["stores"]  # measured, or said why not
-    cost = json.loads((results / "cost.json").read_text())
+    cost = json.loads((results / "perf-cost.json").read_text())
     assert set(cost["servers"]) == {"notewarden", "mcpserver", "fastmcp"}
     assert all(entry["user_ms"] is not None for entry in cost["servers"].values())
 
