@@ -151,6 +151,19 @@ class IndexedNote:
         return cls(row[0], row[1], FileIdentity(row[2], row[3], row[5], row[4]), bool(row[6]), snippet, score)
 
 
+def _resolve_inotify_libc() -> None:
+    """inotify_simple finds libc lazily with `ctypes.util.find_library`, which runs `ldconfig` or a
+    compiler with temporary files: the sandbox (scope.sandbox) allows neither, and every watcher
+    created after it is applied would fail, leaving the index on directory stamps (each call then
+    re-lists a changed directory: O(notes) after every delete). Resolve it now, at import, which
+    `notewarden serve` does before it confines the process."""
+    with suppress(OSError):
+        inotify_simple.INotify().close()
+
+
+_resolve_inotify_libc()
+
+
 @dataclass
 class _Watcher:
     inotify: inotify_simple.INotify
