@@ -39,3 +39,21 @@ def test_an_in_place_edit_is_seen_by_the_next_call(deployment: Deployment, http_
     assert asked.result["resultType"] == "input_required", asked.result
     assert "meetings/standup.md" in str(asked.result["inputRequests"])
     assert "inotify unavailable" not in http_server.log.read_text()
+
+
+def test_a_large_workspace_is_indexed_inside_the_sandbox(
+    deployment: Deployment, http_server: HttpServer
+) -> None:
+    # Big enough that SQLite spills to temporary files while building the index: inside the
+    # sandbox there is no /tmp for them, so they must stay in memory.
+    folder = deployment.notes / "bulk"
+    folder.mkdir()
+    for i in range(10_000):
+        (folder / f"n{i:05d}.md").write_bytes(b"# Bulk note %05d\n\nMinutes of item %05d.\n" % (i, i))
+    mcp = RawMcp(http_server.url, ALICE_TOKEN)
+    try:
+        asked = mcp.call("notes_delete", {"workspaceUri": deployment.notes_uri, "title": "bulk note 04242"})
+    finally:
+        mcp.close()
+    assert asked.result["resultType"] == "input_required", asked.result
+    assert "bulk/n04242.md" in str(asked.result["inputRequests"])

@@ -158,6 +158,7 @@ class SqliteLedger:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+                conn.execute("PRAGMA temp_store = MEMORY")  # no temporary files: the sandbox forbids /tmp
             except sqlite3.Error as exc:
                 raise LedgerUnavailable(f"cannot open the ledger database {self.path}: {exc}") from exc
             self._local.conn = conn

@@ -195,6 +195,9 @@ class NoteIndex:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute("PRAGMA busy_timeout = 30000")
+        # SQLite's temporary files (sorts, statement journals) go to /tmp or /var/tmp, which the
+        # sandbox forbids: a large index build then failed with "unable to open database file".
+        self._db.execute("PRAGMA temp_store = MEMORY")
         apply_migrations(self._db, "notes_index", INDEX_MIGRATIONS)
 
     def close(self) -> None:
