@@ -207,7 +207,7 @@ def plot(data: dict[str, Any], path: Path) -> Path | None:
         ("round1", "round-1 notes_delete", "tab:blue"),
         ("search", "notes_search", "tab:orange"),
     ):
-        points = [p for p in data["points"] if p[flow]]
+        points = [p for p in data["points"] if p[flow] and p[flow]["p50_ms"] is not None]
         if not points:
             continue
         sizes = [p["notes"] for p in points]
@@ -221,7 +221,8 @@ def plot(data: dict[str, Any], path: Path) -> Path | None:
         return None
     smallest = min(p["notes"] for p in data["points"])
     base = next(
-        (p["round1"]["p50_ms"] for p in data["points"] if p["notes"] == smallest and p["round1"]), None
+        (p["round1"]["p50_ms"] for p in data["points"] if p["notes"] == smallest and p["round1"]),
+        None,
     )
     if base:
         ax.axhline(

@@ -42,8 +42,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from bench.data import BenchNote, bench_notes
-from bench.load import Target, run_flow, tools_of
+from bench.load import FlowError, Target, run_flow, tools_of
 from bench.servers import (
     BASELINES,
     Running,
@@ -121,17 +123,39 @@ def measure(
     warmup: Sequence[BenchNote] = (),
     max_seconds: float | None = None,
 ) -> dict[str, Any]:
-    stats = asyncio.run(
-        run_flow(
-            server.target,
-            flow,
-            notes,
-            workers=workers,
-            warmup=warmup,
-            max_seconds=max_seconds,
-            server_pids=server.pids,
+    """The flow's stats; a warm-up that fails is recorded (with the server's log) instead of raised."""
+    try:
+        stats = asyncio.run(
+            run_flow(
+                server.target,
+                flow,
+                notes,
+                workers=workers,
+                warmup=warmup,
+                max_seconds=max_seconds,
+                server_pids=server.pids,
+            )
         )
-    )
+    except (FlowError, httpx2.HTTPError) as exc:
+        errors = [line for log in server.logs for line in log.read_text(errors="replace").splitlines()]
+        errors = [line for line in errors if '"level": "error"' in line or "Traceback" in line]
+        print(f"  {server.target.name} {flow}: the warm-up failed: {exc}", flush=True)
+        for line in errors[-5:]:
+            print(f"    server: {line[:300]} … {line[-1500:]}", flush=True)
+        return {
+            "target": server.target.name,
+            "flow": flow,
+            "workers": workers,
+            "ok": 0,
+            "errors": 1,
+            "first_error": f"warm-up: {exc}",
+            "server_errors": [line[:4000] for line in errors[-5:]],
+            "per_second": None,
+            "p50_ms": None,
+            "p90_ms": None,
+            "p99_ms": None,
+            "extra": {},
+        }
     return stats.as_dict()
 
 
@@ -343,7 +367,7 @@ def scale(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, 
                 f"{flow}: "
                 + (
                     "n/a"
-                    if point[flow] is None
+                    if point[flow] is None or point[flow]["p50_ms"] is None
                     else f"p50 {point[flow]['p50_ms']:.1f} ms ({point[flow]['ok']} calls)"
                 )
                 for flow in ("round1", "search")
@@ -368,7 +392,7 @@ def summarize_scale(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for flow in ("round1", "search"):
         small, large = by_size.get(min(by_size)), by_size.get(max(by_size))
-        if not small or not large or small[flow] is None or large[flow] is None or small is large:
+        if small is large or any(not p[flow] or p[flow]["p50_ms"] is None for p in (small, large)):
             out[flow] = None
             continue
         out[flow] = {
