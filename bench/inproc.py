@@ -6,8 +6,8 @@
 The shipped HTTP application (`build_http_app`, every middleware, the SDK's transport,
 the ledger and the files store) is driven directly as an ASGI app: no sockets, no
 uvicorn, no load client in the measurement. The workspace holds one note, re-created
-after each delete outside the measured part, so the folder scan stays constant and
-what is measured is the fixed cost of a confirmed delete (two requests, the sealed
+after each delete outside the measured part, so what is measured is the fixed cost of
+a confirmed delete (two requests, the sealed
 state, the ledger transaction, the trash move with its fsyncs). CPU time of the whole
 process (all threads), user and system apart, is summed over the measured requests only,
 so other load on the machine moves it less than it moves wall-clock throughput (for a

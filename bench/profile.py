@@ -4,14 +4,14 @@
     .venv/bin/python -m bench.profile --server fastmcp      # a baseline, same load
     .venv/bin/python -m bench.profile --notes 0 --flow read
 
-py-spy (`pip install py-spy`, not a pinned dependency: it is a sampling tool attached to
-the running process, nothing imports it) samples every thread of the server at `--rate` Hz
-while the load client runs; idle samples are left out. Each sample is charged to an owner:
+py-spy (the `bench` extra; a sampling tool attached to the running process, nothing
+imports it) samples every thread of the server at `--rate` Hz while the load client runs;
+threads waiting for work are left out. Each sample is charged to an owner:
 walking from the innermost frame outwards, the first frame that is ours (src/notewarden or
 bench/baselines), the SDK's (mcp, mcp_types), FastMCP's, or the HTTP server's (uvicorn,
 starlette, h11) decides; a library frame (pydantic, jsonschema, sqlite3, cryptography)
-belongs to whoever called it. The collapsed stacks are kept in bench/results/ for
-flame graphs (e.g. speedscope or flamegraph.pl).
+belongs to whoever called it. The summary goes to bench/results/profile-*.txt; the
+collapsed stacks beside it (not committed) feed flame graphs (speedscope, flamegraph.pl).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def instances_md(data: dict[str, Any]) -> list[str]:
 def cost_md(data: dict[str, Any]) -> list[str]:
     plan = data["plan"]
     lines = [
-        f"**Fixed cost of one confirmed delete** (in process, one-note data set, no network, no folder scan; "
+        f"**Fixed cost of one confirmed delete** (in process, one-note data set, no network; "
         f"CPU: median of {plan['runs']} runs of {plan['calls']} deletes; instructions: callgrind, user space)",
         "",
         "| server | CPU ms user | CPU ms system | instructions (millions) |",

@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.run_all --quick     # a smaller run, same shape (a few minutes)
     .venv/bin/python -m bench.run_all --full --only scale
 
-Sections (each writes bench/results/<section>.json; then bench.report prints the tables,
+Sections (each writes bench/results/perf-<section>.json; then bench.report prints the tables,
 draws the plot and rewrites the numbers in docs/performance.md):
 
 comparison  notewarden vs the MCPServer and FastMCP baselines (bench/baselines/): the same
@@ -15,11 +15,16 @@ scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k no
 instances   confirmed deletes on one instance vs two behind a round-robin client (round 2
             lands on the other instance), on the files store + SQLite ledger and, when the
             build supports `[storage]`, on PostgreSQL.
+cost        the fixed cost of one confirmed delete without the network, on a one-note data
+            set: each server's ASGI app driven in process (bench/inproc.py), CPU user and
+            system, and instructions under valgrind when it is installed
+            (bench/instructions.py): numbers that other load hardly moves.
 
 The baselines run in the SDK's JSON-response mode (`--no-baseline-json`: their default,
 SSE-capable mode, which is slower): each is measured in its best configuration.
 With `--pin` (the default on machines with 2 or more CPUs) the client runs on CPU 0 and
-the server under test on CPU 1 for `comparison` and `scale`; `instances` runs unpinned.
+the server under test on CPU 1 for `comparison` and `scale` (`cost` runs on CPU 1);
+`instances` runs unpinned.
 """
 
 from __future__ import annotations
