@@ -1,0 +1,96 @@
+"""Proofs 3 and 4 on every backend: what changes between round 1 and round 2 wins.
+
+3. A grant removed from the config after round 1 makes round 2 fail with
+   `workspace_not_granted`; nothing is deleted and nothing is consumed.
+4. A note edited in place, or replaced by another with the same name and size, is not the
+   note the user confirmed: round 2 fails with `note_changed` telling the user to ask again,
+   and the new content stays where it is.
+
+Plus: the same URI rules for every store (a folder inside the workspace narrows the
+candidates by path components; hostile URI forms are refused before any store is asked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.pg import PgDatabase
+from tests.race.harness import BACKENDS, deployment
+from tests.race.senders import classify
+
+NOTE = "reports/tps-2019.md"
+BODY = "---\ntitle: TPS report 2019\n---\nCover sheet missing.\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_revocation_between_rounds_wins(tmp_path: Path, pg: PgDatabase, backend: str) -> None:
+    with deployment(tmp_path, backend, pg.name) as d:
+        d.add_note(NOTE, BODY)
+        client = d.client(d.start())
+        first = d.round1(client, "TPS report")
+        claims = d.claims()
+
+        d.write_configs(granted=False)
+        revoked = d.round2(client, first, NOTE)
+        assert revoked["isError"] is True
+        assert revoked["structuredContent"]["error"]["code"] == "workspace_not_granted"
+        assert "granted: none" in revoked["content"][0]["text"]
+        assert d.note_body(NOTE) == BODY and d.trash_rows(NOTE) == 0 and d.claims() == claims
+
+        d.write_configs(granted=True)  # the confirmation was never consumed
+        assert classify(d.round2(client, first, NOTE), NOTE) == "deleted"
+
+
+@pytest.mark.parametrize("change", ["edited", "replaced"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_note_changed_between_rounds_is_not_deleted(
+    tmp_path: Path, pg: PgDatabase, backend: str, change: str
+) -> None:
+    with deployment(tmp_path, backend, pg.name) as d:
+        d.add_note(NOTE, BODY)
+        client = d.client(d.start())
+        first = d.round1(client, "TPS report")
+        claims = d.claims()
+
+        changed = BODY.replace("missing", "found!!")  # same length: only the identity tells
+        assert len(changed) == len(BODY)
+        (d.edit_note if change == "edited" else d.replace_note)(NOTE, changed)
+
+        result = d.round2(client, first, NOTE)
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["code"] == "note_changed"
+        text = result["content"][0]["text"]
+        assert "nothing was deleted" in text and "confirm anew" in text
+        assert d.note_body(NOTE) == changed
+        assert d.trash_rows(NOTE) == 0 and d.trash_copies(NOTE) == 0
+        assert d.claims() == claims, "the failed commit rolled its claim back"
+
+        again = d.round1(client, "TPS report")  # asking again shows the current note, which can go
+        assert classify(d.round2(client, again, NOTE), NOTE) == "deleted"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_store_applies_the_same_uri_rules(tmp_path: Path, pg: PgDatabase, backend: str) -> None:
+    with deployment(tmp_path, backend, pg.name) as d:
+        for note_id in ("a/x.md", "ab/y.md", "a/deeper/z.md", "top.md"):
+            d.add_note(note_id, f"# Note {note_id}\n")
+        client = d.client(d.start())
+
+        listed = client.call("notes_list", {"workspaceUri": d.workspace_uri + "/a"}).result
+        assert [n["id"] for n in listed["structuredContent"]["notes"]] == ["a/deeper/z.md", "a/x.md"]
+        everything = client.call("notes_list", {"workspaceUri": d.workspace_uri}).result
+        assert [n["id"] for n in everything["structuredContent"]["notes"]] == [
+            "a/deeper/z.md",
+            "a/x.md",
+            "ab/y.md",
+            "top.md",
+        ]
+        for hostile in ("/../notes", "/%2e%2e/x", "%2fa", "-evil", "/a?x=1"):
+            result = client.call("notes_list", {"workspaceUri": d.workspace_uri + hostile}).result
+            assert result["isError"] is True
+            assert result["structuredContent"]["error"]["code"] in (
+                "invalid_workspace_uri",
+                "workspace_not_granted",
+            )

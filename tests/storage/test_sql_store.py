@@ -1,0 +1,149 @@
+"""The SQL note store on both databases: the note model, identities that see every writer, the move."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from notewarden.confirm.state import Candidate
+from notewarden.ledger import Ledger
+from notewarden.ledger.postgres import PostgresLedger
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.model import Note
+from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import FileUri, parse_file_uri
+from tests.pg import PgDatabase
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Iterator[Ledger]:
+    if request.param == "sqlite":
+        opened: Ledger = SqliteLedger(tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA])
+    else:
+        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA], check_schema=False)
+        upgrader.upgrade()
+        upgrader.close()
+        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA])
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def workspace() -> FileUri:
+    return parse_file_uri(f"file:///db-only/{time.time_ns()}/notes")
+
+
+def scope(workspace: FileUri, *subtree: str) -> WorkspaceScope:
+    return WorkspaceScope("alice", workspace, tuple(subtree), None)
+
+
+def candidate(note: Note) -> Candidate:
+    return Candidate(id=note.id, title=note.title, identity=note.identity)
+
+
+def sql(ledger: Ledger, statement: str, *params: object) -> None:
+    with ledger.critical_section() as txn:
+        txn.execute(statement, params)
+
+
+def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(workspace, "reports/tps.md", "---\ntitle: TPS report\n---\nbody\n")
+    store.create_note(workspace, "b.md", "# Heading title\n")
+    store.create_note(workspace, "plain-stem.txt", "no title here\n")
+    notes = store.list_notes(scope(workspace))
+    assert [(n.id, n.title) for n in notes] == [
+        ("b.md", "Heading title"),
+        ("plain-stem.txt", "plain-stem"),
+        ("reports/tps.md", "TPS report"),
+    ]
+    assert [n.id for n in store.list_notes(scope(workspace, "reports"))] == ["reports/tps.md"]
+    note = notes[0]
+    assert note.size == len(b"# Heading title\n") and abs(note.modified - time.time()) < 60
+
+
+@pytest.mark.parametrize(
+    "bad", ["../x.md", "/abs.md", "a//b.md", ".notewarden-trash/x.md", "a\\b.md", "x\x00.md", ""]
+)
+def test_note_ids_follow_the_relative_path_rules(ledger: Ledger, workspace: FileUri, bad: str) -> None:
+    with pytest.raises(PathRejected):
+        SqlNoteStore(ledger).create_note(workspace, bad, "# x\n")
+
+
+def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(workspace, "a.md", "# A\n")
+    with pytest.raises(NoteExists):
+        store.create_note(workspace, "a.md", "# again\n")
+    sql(
+        ledger,
+        "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
+        str(workspace),
+        "../evil.md",
+        "# E\n",
+        1,
+    )
+    assert [n.id for n in store.list_notes(scope(workspace))] == ["a.md"]
+
+
+def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    created = store.create_note(workspace, "n.md", "# N\nsame size")
+    sql(
+        ledger,
+        "UPDATE notes SET body = ? WHERE workspace = ? AND path = ?",
+        "# N\nSAME SIZE",
+        str(workspace),
+        "n.md",
+    )
+    (edited,) = store.list_notes(scope(workspace))
+    assert edited.identity.ino == created.identity.ino, "same row"
+    assert edited.identity.dev == created.identity.dev + 1, "the trigger bumped the version"
+    assert edited.identity.mtime_ns > created.identity.mtime_ns - 2_000_000, (
+        "the trigger's clock (ms on SQLite)"
+    )
+    sql(ledger, "DELETE FROM notes WHERE workspace = ? AND path = ?", str(workspace), "n.md")
+    store.create_note(workspace, "n.md", "# N\nSAME SIZE")
+    (replaced,) = store.list_notes(scope(workspace))
+    assert replaced.identity.ino != edited.identity.ino, "a re-created note is another row"
+
+
+def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(workspace, "keep/n.md", "# N\n")
+    (shown,) = store.list_notes(scope(workspace))
+    sql(
+        ledger,
+        "UPDATE notes SET body = ? WHERE path = ? AND workspace = ?",
+        "# N!\n",
+        "keep/n.md",
+        str(workspace),
+    )
+    with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
+        store.move_to_trash(txn, scope(workspace), candidate(shown), principal="alice", confirmation_id="c1")
+    with pytest.raises(PathRejected), ledger.critical_section() as txn:
+        store.move_to_trash(
+            txn, scope(workspace, "other"), candidate(shown), principal="alice", confirmation_id="c1"
+        )
+    (current,) = store.list_notes(scope(workspace))
+    with ledger.critical_section() as txn:
+        trashed = store.move_to_trash(
+            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c2"
+        )
+    assert store.list_notes(scope(workspace)) == []
+    with ledger.snapshot() as db:
+        rows = db.execute(
+            "SELECT path, body, confirmation_id FROM notes_trash WHERE trash_id = ?", (trashed.trash_id,)
+        )
+    assert rows == [("keep/n.md", "# N!\n", "c2")]
+    with pytest.raises(NoteMissing), ledger.critical_section() as txn:
+        store.move_to_trash(
+            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c3"
+        )
