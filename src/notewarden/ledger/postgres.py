@@ -187,7 +187,7 @@ def postgres_upgrade(conn: psycopg.Connection[Any], components: Sequence[SchemaC
         for component in components:
             current = found.get(component.name, 0)
             if current > component.latest:
-                check_versions(found, [component], upgrade_hint="")
+                check_versions(found, [component], upgrade_hint="")  # raises: ahead
             for script in component.postgres[current:]:
                 conn.execute(script.encode())  # several statements, no parameters
             conn.execute(

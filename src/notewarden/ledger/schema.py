@@ -102,25 +102,21 @@ def check_versions(
     found: Mapping[str, int], components: Iterable[SchemaComponent], *, upgrade_hint: str
 ) -> None:
     """Raise `SchemaOutOfDate` unless every component is exactly at its latest version."""
-    problems = []
+    behind, ahead = [], []
     for component in components:
         current = found.get(component.name, 0)
         if current < component.latest:
-            problems.append(
+            behind.append(
                 f"{component.name} is at version {current}, this notewarden needs {component.latest}"
             )
         elif current > component.latest:
-            problems.append(
-                f"{component.name} is at version {current}, newer than this notewarden "
-                f"({component.latest}); upgrade notewarden"
+            ahead.append(
+                f"{component.name} is at version {current}, newer than this notewarden ({component.latest})"
             )
-    if problems:
-        behind = any("needs" in p for p in problems)
-        raise SchemaOutOfDate(
-            "database schema does not match: "
-            + "; ".join(problems)
-            + (f". Run {upgrade_hint}" if behind else "")
-        )
+    if behind:
+        raise SchemaOutOfDate("database schema is behind: " + "; ".join(behind) + f". Run {upgrade_hint}")
+    if ahead:
+        raise SchemaOutOfDate("database schema is ahead: " + "; ".join(ahead) + ". Upgrade notewarden")
 
 
 def sqlite_versions(conn: sqlite3.Connection) -> dict[str, int]:
@@ -142,7 +138,7 @@ def sqlite_upgrade(conn: sqlite3.Connection, components: Sequence[SchemaComponen
         for component in components:
             current = found.get(component.name, 0)
             if current > component.latest:
-                check_versions(found, [component], upgrade_hint="")
+                check_versions(found, [component], upgrade_hint="")  # raises: ahead
             for script in component.sqlite[current:]:
                 for statement in split_script(script):
                     conn.execute(statement)

@@ -33,6 +33,7 @@ __all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn"]
 logger = logging.getLogger(__name__)
 
 _PURGE_INTERVAL_SECONDS = 60.0
+_UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
 
 
 class SqliteSession:
@@ -49,7 +50,9 @@ class SqliteSession:
         try:
             return self._conn.execute(sql, tuple(params)).fetchall()
         except sqlite3.OperationalError as exc:
-            raise LedgerUnavailable(f"the ledger database is busy or unavailable ({exc})") from exc
+            if exc.sqlite_errorname.startswith(_UNAVAILABLE):
+                raise LedgerUnavailable(f"the ledger database is busy or unavailable ({exc})") from exc
+            raise
 
 
 class SqliteTxn(SqliteSession):

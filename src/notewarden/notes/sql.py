@@ -170,16 +170,14 @@ class SqlNoteStore:
         """Add a note (for importers and tests; tools that write notes go through here too)."""
         _check_note_id(note_id)
         with self._ledger.critical_section() as txn:
-            taken = txn.execute(
-                "SELECT 1 FROM notes WHERE workspace = ? AND path = ?", (str(workspace), note_id)
-            )
-            if taken:
-                raise NoteExists(f"a note {note_id!r} already exists in {workspace}")
-            ((row_id, version, modified_ns),) = txn.execute(
+            created = txn.execute(
                 "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?) "
-                "RETURNING id, version, modified_ns",
+                "ON CONFLICT (workspace, path) DO NOTHING RETURNING id, version, modified_ns",
                 (str(workspace), note_id, body, time.time_ns()),
             )
+        if not created:
+            raise NoteExists(f"a note {note_id!r} already exists in {workspace}")
+        ((row_id, version, modified_ns),) = created
         size = len(body.encode())
         return Note(
             id=note_id,
