@@ -45,18 +45,27 @@ class Deployment:
     def private_uri(self) -> str:
         return f"file://{self.private}"
 
-    def write_config(self, *, alice_workspaces: list[str] | None = None, ttl: float = 600) -> None:
+    def write_config(
+        self,
+        *,
+        alice_workspaces: list[str] | None = None,
+        ttl: float = 600,
+        alice_subjects: list[str] | None = None,
+        extra: str = "",
+    ) -> None:
+        """`alice_subjects`: her OAuth `sub` values; `extra`: TOML tables appended at the end."""
         grants = alice_workspaces if alice_workspaces is not None else [self.notes_uri]
+        subjects = f"oauth_subjects = {json.dumps(alice_subjects)}\n" if alice_subjects else ""
         self.config.write_text(
             f'state_dir = "{self.state}"\n'
             f"confirmation_ttl_seconds = {ttl}\n"
             f'[[workspace]]\nuri = "{self.notes_uri}"\n'
             f'[[workspace]]\nuri = "{self.private_uri}"\n'
             f'[[principal]]\nid = "alice"\nworkspaces = {json.dumps(grants)}\n'
-            f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n'
+            f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n{subjects}'
             f'[[principal]]\nid = "bob"\nworkspaces = ["{self.private_uri}"]\n'
             f'token_sha256 = ["{sha256(BOB_TOKEN)}"]\n'
-            f'[stdio]\nprincipal = "alice"\n'
+            f'[stdio]\nprincipal = "alice"\n{extra}'
         )
         # the file's mtime is how servers notice a reload; make successive writes distinct
         stamp = time.time() + getattr(self, "_bump", 0)
@@ -99,21 +108,28 @@ class HttpServer:
                 self.process.kill()
 
 
-def start_http_server(config: Path, log: Path, *, env: dict[str, str] | None = None) -> HttpServer:
-    port = free_port()
+def start_http_server(
+    config: Path,
+    log: Path,
+    *,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    extra_args: list[str] | None = None,
+    argv: list[str] | None = None,
+) -> HttpServer:
+    """`argv` replaces `python -m notewarden serve` (a launcher, a test-only entry point)."""
+    port = port or free_port()
     with log.open("ab") as sink:
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "notewarden",
-                "serve",
+                *(argv or [sys.executable, "-m", "notewarden", "serve"]),
                 "--config",
                 str(config),
                 "--transport",
                 "http",
                 "--port",
                 str(port),
+                *(extra_args or []),
             ],
             stdout=sink,
             stderr=sink,

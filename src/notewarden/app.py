@@ -17,8 +17,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -35,15 +34,26 @@ from starlette.routing import Route
 
 from notewarden import __version__
 from notewarden.config import Config
+from notewarden.legacy import live_elicitation
 from notewarden.services import Services
-from notewarden.tools.notes_delete import notes_delete
-from notewarden.tools.notes_list import notes_list
+from notewarden.tools.catalog import note_tools
+from notewarden.tools.limits import RateLimiter, limit_destructive
+from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
-from notewarden.web.envelope import EnvelopeVersionGuard
+from notewarden.tools.resources import NoteResources
+from notewarden.web.authz import RequireScopes
+from notewarden.web.connect import connect_routes
+from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
+from notewarden.web.oauth import (
+    BearerVerifier,
+    JwtVerifier,
+    protected_resource_routes,
+    resource_metadata_url,
+    scope_for_tool,
+)
 
 __all__ = [
     "SERVER_NAME",
-    "StaticTokenVerifier",
     "build_http_app",
     "build_server",
     "default_tools",
@@ -55,8 +65,11 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. notes_delete asks the user to pick and confirm "
-    "the note in a form, and moves it to the workspace trash."
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read and write them "
+    "with notes_read / notes_create / notes_update (pass the version you read), and reorganize with "
+    "notes_move. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
+    "in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a "
+    "resource: its file: URI."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -68,7 +81,7 @@ ServerHook = Callable[[Server[Any]], None]
 
 
 def default_tools(services: Services) -> list[ToolDef]:
-    return [notes_list(services), notes_delete(services)]
+    return note_tools(services)
 
 
 def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
@@ -92,8 +105,13 @@ def build_server(
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
 ) -> Server[Any]:
-    registry = ToolRegistry(default_tools(services) if tools is None else tools)
+    broken = check_own_forms()
+    if broken:
+        raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
+    limiter = RateLimiter(services.config.limits.destructive_per_minute)
+    registry = ToolRegistry(limit_destructive(default_tools(services) if tools is None else tools, limiter))
     resolve_principal = principal_resolver(stdio_principal)
+    resources = NoteResources(services, resolve_principal)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -111,6 +129,7 @@ def build_server(
             input_responses=params.input_responses or {},
             request_state=params.request_state,
             report_progress=ctx.session.report_progress,
+            live=live_elicitation(ctx),
         )
         return await registry.call(call)
 
@@ -123,6 +142,9 @@ def build_server(
         get_tool_input_schema=registry.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
     )
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
@@ -146,19 +168,6 @@ async def serve_stdio(services: Services) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-class StaticTokenVerifier:
-    """Development credentials: bearer tokens whose SHA-256 is listed under a principal in config."""
-
-    def __init__(self, config: Config) -> None:
-        self._config = config
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        principal = self._config.principal_for_token(token)
-        if principal is None:
-            return None
-        return AccessToken(token="", client_id=principal, subject=principal, scopes=[])
-
-
 def transport_security(config: Config) -> TransportSecuritySettings:
     host = config.http.host
     hosts = [f"{host}:*", host]
@@ -176,22 +185,28 @@ def build_http_app(
     *,
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
-    extra_routes: Iterable[Route] = (),
 ) -> Starlette:
-    """The Streamable HTTP application: every request authenticated, Origin and Host validated."""
+    """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
+    tools = list(default_tools(services) if tools is None else tools)
     server = build_server(services, stdio_principal=None, tools=tools, configure_server=configure_server)
+    oauth = services.config.oauth
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=False,
         security_settings=transport_security(services.config),
         max_request_body_size=services.config.http.max_body_bytes,
     )
-    endpoint = RequireAuthMiddleware(
+    endpoint = RequireScopes(
         EnvelopeVersionGuard(
-            StreamableHTTPASGIApp(manager), max_body_bytes=services.config.http.max_body_bytes
+            OmitUnreadableId(StreamableHTTPASGIApp(manager)),
+            max_body_bytes=services.config.http.max_body_bytes,
         ),
-        required_scopes=[],
+        tool_scopes={t.tool.name: scope_for_tool(t.tool) for t in tools},
+        resource_metadata=resource_metadata_url(oauth) if oauth else None,
+        max_body_bytes=services.config.http.max_body_bytes,
     )
+    verifier = BearerVerifier(services.grants.current_config, JwtVerifier(oauth) if oauth else None)
+    connect = connect_routes(services, verifier.verify_token)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -199,11 +214,13 @@ def build_http_app(
             yield
 
     return Starlette(
-        routes=[Route("/mcp", endpoint=endpoint), *extra_routes],
+        routes=[
+            Route("/mcp", endpoint=endpoint),
+            *(protected_resource_routes(oauth) if oauth else []),
+            *connect,
+        ],
         middleware=[
-            Middleware(
-                AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(services.config))
-            ),
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
         lifespan=lifespan,

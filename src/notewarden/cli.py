@@ -5,6 +5,8 @@ notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--po
 notewarden demo                                          # the walkthrough
 notewarden db upgrade --config FILE                      # create / upgrade the database schema
 notewarden db status --config FILE                       # schema versions, row counts, expiry
+notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
+notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", help="HTTP bind address (default from config, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default from config, else 8765)")
+    serve.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="do not confine the process with Landlock (default: confined; see docs/security.md)",
+    )
 
     demo = sub.add_parser("demo", help="walk through a confirmed delete against a real server")
     demo.add_argument(
@@ -47,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="the database schema: upgrade it, or show its state")
     db.add_argument("action", choices=["upgrade", "status"])
     db.add_argument("--config", metavar="FILE", required=True, help="the TOML configuration file")
+
+    client = sub.add_parser("client", help="an interactive terminal host for any 2026-07-28 MCP server")
+    target = client.add_mutually_exclusive_group(required=True)
+    target.add_argument("--stdio", metavar="CMD", help="launch this server command and talk over its stdio")
+    target.add_argument("--url", metavar="URL", help="a Streamable HTTP endpoint")
+    client.add_argument("--token-env", metavar="VAR", help="with --url: send the bearer token from $VAR")
+
+    lint = sub.add_parser(
+        "lint-form", help="check an elicitation form (exit 0 clean, 1 problems, 2 bad input)"
+    )
+    lint.add_argument("file", metavar="FILE.json", help="a requestedSchema, elicitation params or request")
+    lint.add_argument("--max-choices", type=int, default=25, help="longest choice list a dialog can show")
     return parser
 
 
@@ -68,11 +87,21 @@ def resolve_config(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, http=http)
 
 
+def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> None:
+    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1)."""
+    from notewarden.scope.sandbox import apply_sandbox
+
+    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    apply_sandbox(config, enabled=enabled, bind_port=bind_port)
+
+
 def serve(args: argparse.Namespace) -> int:
     from notewarden.app import build_http_app, serve_stdio
     from notewarden.services import open_services
 
     config = resolve_config(args)
+    port = config.http.port if args.transport == "http" else None
+    start_sandboxed(config, enabled=not args.no_sandbox, bind_port=port)
     services = open_services(config)
     try:
         if args.transport == "stdio":
@@ -101,6 +130,15 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.dbcommand import run_db_command
 
             return run_db_command(args.action, load_config(args.config))
+
+        if args.command == "client":
+            from notewarden.client.tui import run_client
+
+            return run_client(stdio=args.stdio, url=args.url, token_env=args.token_env)
+        if args.command == "lint-form":
+            from notewarden.forms.lint import run_lint_form
+
+            return run_lint_form(args.file, max_choices=args.max_choices)
     except ConfigError as exc:
         print(f"notewarden: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -24,6 +24,17 @@ loaded; an error names the key, what was wrong and what is allowed.
     allowed_origins = ["http://localhost:*"]   # browser origins allowed to call /mcp
     max_body_bytes = 1048576
 
+    [oauth]                                    # OAuth 2.1 resource server (HTTP; see docs/security.md)
+    resource = "https://notes.example.com/mcp" # this server's URL: the audience tokens must carry
+    issuer = "https://auth.example.com"        # the only accepted `iss`
+    jwks_file = "/etc/notewarden/jwks.json"    # or jwks_url = "https://auth.example.com/jwks.json"
+
+    [limits]
+    destructive_per_minute = 30                # calls of destructive tools, per principal and process
+
+    [sandbox]
+    enabled = true                             # Landlock self-sandbox at start-up of `serve`
+
     [storage]                                  # read at start-up; see docs/deployment.md
     notes = "files"                            # "files" (default), "sqlite" or "postgres"
     ledger = "sqlite"                          # "sqlite" (default) or "postgres"
@@ -43,7 +54,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [
@@ -51,7 +64,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "HttpSettings",
+    "LimitSettings",
+    "OAuthSettings",
     "PrincipalConfig",
+    "SandboxSettings",
     "StorageSettings",
     "default_state_dir",
     "load_config",
@@ -72,6 +88,7 @@ class PrincipalConfig:
     id: str
     workspaces: tuple[FileUri, ...]
     token_sha256: frozenset[str] = frozenset()
+    oauth_subjects: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +118,30 @@ class StorageSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """Bearer JWTs from one authorization server; `resource` is the audience they must name."""
+
+    resource: str
+    issuer: str
+    authorization_servers: tuple[str, ...]
+    jwks_file: Path | None = None
+    jwks_url: str | None = None
+    algorithms: tuple[str, ...] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
+    leeway_seconds: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSettings:
+    destructive_per_minute: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    enabled: bool = True
+    read_paths: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     state_dir: Path
     workspaces: tuple[FileUri, ...]
@@ -109,6 +150,10 @@ class Config:
     confirmation_ttl_seconds: float = 600.0
     http: HttpSettings = field(default_factory=HttpSettings)
     source: Path | None = None
+    oauth: OAuthSettings | None = None
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
     storage: StorageSettings = field(default_factory=StorageSettings)
 
     def principal_for_token(self, token: str) -> str | None:
@@ -116,6 +161,13 @@ class Config:
         digest = hashlib.sha256(token.encode()).hexdigest()
         for principal in self.principals.values():
             if digest in principal.token_sha256:
+                return principal.id
+        return None
+
+    def principal_for_subject(self, subject: str) -> str | None:
+        """The principal that lists an OAuth `sub` under `oauth_subjects`, if any."""
+        for principal in self.principals.values():
+            if subject in principal.oauth_subjects:
                 return principal.id
         return None
 
@@ -151,7 +203,9 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
-    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http", "storage"}
+    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
+    known |= {"oauth", "limits", "sandbox", "publish"}
+    known |= {"storage"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -171,7 +225,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
     principals: dict[str, PrincipalConfig] = {}
     for i, entry in enumerate(_tables(raw, "principal")):
         where = f"[[principal]] #{i + 1}"
-        _reject_unknown(entry, {"id", "workspaces", "token_sha256"}, where)
+        _reject_unknown(entry, {"id", "workspaces", "token_sha256", "oauth_subjects"}, where)
         pid = _str(entry, "id", where)
         if not _PRINCIPAL_ID.fullmatch(pid):
             raise ConfigError(f"{where} id {pid!r} must match {_PRINCIPAL_ID.pattern}")
@@ -190,13 +244,25 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         for h in hashes:
             if not _SHA256_HEX.fullmatch(h):
                 raise ConfigError(f"{where} token_sha256 entries must be 64 lowercase hex digits")
-        principals[pid] = PrincipalConfig(id=pid, workspaces=tuple(grants), token_sha256=frozenset(hashes))
+        subjects = _str_list(entry, "oauth_subjects", where) if "oauth_subjects" in entry else []
+        principals[pid] = PrincipalConfig(
+            id=pid,
+            workspaces=tuple(grants),
+            token_sha256=frozenset(hashes),
+            oauth_subjects=frozenset(subjects),
+        )
     seen: dict[str, str] = {}
     for p in principals.values():
         for h in p.token_sha256:
             if h in seen:
                 raise ConfigError(f"principals {seen[h]!r} and {p.id!r} share a token hash")
             seen[h] = p.id
+    owners: dict[str, str] = {}
+    for p in principals.values():
+        for sub in p.oauth_subjects:
+            if sub in owners:
+                raise ConfigError(f"principals {owners[sub]!r} and {p.id!r} share the oauth subject {sub!r}")
+            owners[sub] = p.id
 
     stdio_principal = None
     if "stdio" in raw:
@@ -229,6 +295,11 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
         raise ConfigError("confirmation_ttl_seconds must be a number of seconds between 1 and 86400")
 
+    try:
+        publish = parse_publish(raw.get("publish"))
+    except PublishConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
     return Config(
         state_dir=state_dir,
         workspaces=tuple(workspaces),
@@ -237,8 +308,84 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         confirmation_ttl_seconds=float(ttl),
         http=http,
         source=source,
+        oauth=_oauth(_table(raw, "oauth")) if "oauth" in raw else None,
+        limits=_limits(_table(raw, "limits")) if "limits" in raw else LimitSettings(),
+        sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
+        publish=publish,
         storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
     )
+
+
+_SIGNING_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384"})
+_SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
+
+
+def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
+    where = "[oauth]"
+    known = {"resource", "issuer", "authorization_servers", "jwks_file", "jwks_url", "algorithms"}
+    _reject_unknown(table, known | {"leeway_seconds"}, where)
+    resource, issuer = _http_url(table, "resource", where), _http_url(table, "issuer", where)
+    if ("jwks_file" in table) == ("jwks_url" in table):
+        raise ConfigError("[oauth] needs exactly one of jwks_file (a path) or jwks_url (an https URL)")
+    jwks_file = Path(_str(table, "jwks_file", where)) if "jwks_file" in table else None
+    if jwks_file is not None and not jwks_file.is_absolute():
+        raise ConfigError(f"[oauth] jwks_file {str(jwks_file)!r} must be an absolute path")
+    servers = (
+        tuple(_str_list(table, "authorization_servers", where)) if "authorization_servers" in table else ()
+    )
+    defaults = OAuthSettings(resource="", issuer="", authorization_servers=())
+    algorithms = (
+        tuple(_str_list(table, "algorithms", where)) if "algorithms" in table else defaults.algorithms
+    )
+    unknown = sorted(set(algorithms) - _SIGNING_ALGORITHMS)
+    if unknown or not algorithms:
+        raise ConfigError(
+            f"[oauth] algorithms {unknown or '[]'} not allowed; use asymmetric ones: {sorted(_SIGNING_ALGORITHMS)}"
+        )
+    leeway = table.get("leeway_seconds", defaults.leeway_seconds)
+    if isinstance(leeway, bool) or not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
+        raise ConfigError("[oauth] leeway_seconds must be a number of seconds between 0 and 300")
+    for url in servers:
+        _http_url({"authorization_servers": url}, "authorization_servers", where)
+    return OAuthSettings(
+        resource=resource,
+        issuer=issuer,
+        authorization_servers=servers or (issuer,),
+        jwks_file=jwks_file,
+        jwks_url=_http_url(table, "jwks_url", where) if "jwks_url" in table else None,
+        algorithms=algorithms,
+        leeway_seconds=float(leeway),
+    )
+
+
+def _limits(table: Mapping[str, Any]) -> LimitSettings:
+    _reject_unknown(table, {"destructive_per_minute"}, "[limits]")
+    per_minute = table.get("destructive_per_minute", LimitSettings().destructive_per_minute)
+    if isinstance(per_minute, bool) or not isinstance(per_minute, int) or not 1 <= per_minute <= 100_000:
+        raise ConfigError("[limits] destructive_per_minute must be an integer between 1 and 100000")
+    return LimitSettings(destructive_per_minute=per_minute)
+
+
+def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:
+    _reject_unknown(table, {"enabled", "read_paths"}, "[sandbox]")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError("[sandbox] enabled must be true or false")
+    paths = (
+        tuple(Path(p) for p in _str_list(table, "read_paths", "[sandbox]")) if "read_paths" in table else ()
+    )
+    for path in paths:
+        if not path.is_absolute():
+            raise ConfigError(f"[sandbox] read_paths entry {str(path)!r} must be an absolute path")
+    return SandboxSettings(enabled=enabled, read_paths=paths)
+
+
+def _http_url(table: Mapping[str, Any], key: str, where: str) -> str:
+    value = _str(table, key, where)
+    parsed = urlsplit(value)
+    if parsed.scheme not in ("https", "http") or not parsed.netloc or parsed.fragment or parsed.query:
+        raise ConfigError(f"{key} in {where} must be an http(s) URL without query or fragment, got {value!r}")
+    return value
 
 
 _NOTE_STORES = {"files": ("sqlite", "postgres"), "sqlite": ("sqlite",), "postgres": ("postgres",)}

@@ -9,6 +9,7 @@ from notewarden.config import Config
 from notewarden.faults import armed_point
 from notewarden.ledger import Ledger
 from notewarden.notes.store import NoteStore
+from notewarden.publish.connections import Connections
 from notewarden.scope.grants import Grants
 from notewarden.sealing import load_or_create_keys
 from notewarden.storage import open_ledger, open_store
@@ -25,10 +26,14 @@ class Services:
     ledger: Ledger
     store: NoteStore
     sealing_keys: list[bytes]
+    connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
 
     def close(self) -> None:
+        self.store.close()
         self.ledger.close()
         self.grants.close()
+        if self.connections is not None:
+            self.connections.close()
 
 
 def open_services(config: Config) -> Services:
@@ -40,14 +45,27 @@ def open_services(config: Config) -> Services:
         logger.warning("test fault hook armed: this server pauses deletes (never set it in a deployment)")
     ledger = open_ledger(config)
     store = open_store(config, ledger)
+    keys = load_or_create_keys(config.state_dir)
     services = Services(
         config=config,
         grants=grants,
         ledger=ledger,
         store=store,
-        sealing_keys=load_or_create_keys(config.state_dir),
+        sealing_keys=keys,
+        connections=Connections(config.state_dir / "publish.sqlite3", keys),
     )
     recover_interrupted_deletes(services)
+    directories = [grants.directory(w) for w in config.workspaces]
+    resolvers = sorted({d.resolver for d in directories if d is not None})
+    logger.info(
+        "workspaces opened; files are resolved with %s",
+        "/".join(resolvers) or "nothing (no workspace folders)",
+        extra={
+            "event": "workspaces_opened",
+            "resolver": ",".join(resolvers),
+            "workspaces": len(config.workspaces),
+        },
+    )
     return services
 
 

@@ -63,7 +63,9 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
 
 
 def open_store(config: Config, ledger: Ledger) -> NoteStore:
-    return FilesNoteStore() if config.storage.notes == "files" else SqlNoteStore(ledger)
+    if config.storage.notes == "files":
+        return FilesNoteStore(config.state_dir / "notes-index.sqlite3")
+    return SqlNoteStore(ledger)
 
 
 def upgrade_schema(config: Config) -> dict[str, int]:

@@ -35,6 +35,8 @@ import psycopg
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
 from notewarden.notes.sql import SqlNoteStore
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
 from tests.conftest import HttpServer, sha256, start_http_server
 from tests.pg import PG_PORT, database_url
@@ -94,8 +96,9 @@ class StorageDeployment:
         return self.root / f"notewarden-{instance}.toml"
 
     def state_dir(self, instance: str = "a") -> Path:
-        """Instances share state_dir only where the SQLite ledger lives there; on PostgreSQL each has its own."""
-        return self.root / ("state" if not self.uses_postgres else f"state-{instance}")
+        """Instances on one host share state_dir (the SQLite ledger, the files store's index and its
+        update lock live there); with notes in PostgreSQL each instance has its own."""
+        return self.root / ("state" if self.notes_kind != "postgres" else f"state-{instance}")
 
     def write_configs(self, *, granted: bool | None = None, instances: tuple[str, ...] = ()) -> None:
         if granted is not None:
@@ -113,7 +116,8 @@ class StorageDeployment:
                 f'state_dir = "{self.state_dir(instance)}"\n'
                 f'[[workspace]]\nuri = "{self.workspace_uri}"\n'
                 f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\n'
-                f'token_sha256 = ["{sha256(self.token)}"]\n' + storage
+                f'token_sha256 = ["{sha256(self.token)}"]\n'
+                "[limits]\ndestructive_per_minute = 100000\n" + storage
             )
             stamp = time.time() + len(existing) + getattr(self, "_bump", 0)
             self._bump = getattr(self, "_bump", 0) + 1
@@ -155,9 +159,8 @@ class StorageDeployment:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(body)
         else:
-            from notewarden.scope.uri import parse_file_uri
-
-            SqlNoteStore(self.ledger()).create_note(parse_file_uri(self.workspace_uri), note_id, body)
+            scope = WorkspaceScope(self.principal, parse_file_uri(self.workspace_uri), (), None)
+            SqlNoteStore(self.ledger()).create_note(scope, note_id, body.encode())
 
     def edit_note(self, note_id: str, body: str) -> None:
         """Another writer edits the note in place (same file / same row)."""

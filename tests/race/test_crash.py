@@ -60,7 +60,7 @@ def kill_during_round2(d: StorageDeployment, server: HttpServer, first: Round1, 
 def test_sigkill_at_each_point_then_restart(tmp_path: Path, pg: PgDatabase, backend: str, point: str) -> None:
     with deployment(tmp_path, backend, pg.name) as d:
         d.add_note(NOTE, BODY)
-        pause = tmp_path / "paused"
+        pause = d.state_dir("a") / "paused"  # the server may write only there (Landlock)
         victim = d.start("a", **{PAUSE_AT_ENV: point, PAUSE_FILE_ENV: str(pause)})
         first = d.round1(d.client(victim), "crash victim")
         claims = d.claims()
@@ -100,7 +100,7 @@ def test_a_retry_on_a_live_instance_heals_a_dead_instances_half_move(
     workspace under its lock, and completes. No restart needed."""
     with deployment(tmp_path, backend, pg.name) as d:
         d.add_note(NOTE, BODY)
-        pause = tmp_path / "paused"
+        pause = d.state_dir("a") / "paused"  # the server may write only there (Landlock)
         victim = d.start("a", **{PAUSE_AT_ENV: "after_mutation", PAUSE_FILE_ENV: str(pause)})
         survivor = d.start("b")
         first = d.round1(d.client(victim), "crash victim")

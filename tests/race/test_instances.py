@@ -2,7 +2,8 @@
 
 Round 1 on A, the retry on B completes, a replay to C is rejected: the only state that
 matters across rounds is the sealed `requestState` (any instance holding the key opens it)
-and the ledger row (in PostgreSQL). Each instance has its own, empty, state directory.
+and the ledger row (in PostgreSQL). With notes in PostgreSQL each instance has its own state
+directory, holding no ledger and no notes.
 
 Key rotation (docs/deployment.md): the first key in NOTEWARDEN_SEALING_KEYS seals, every key
 unseals. An instance already rolled to "new,old" completes a confirmation sealed by an
@@ -39,8 +40,10 @@ def test_round1_on_a_retry_on_b_replay_on_c(tmp_path: Path, pg: PgDatabase, back
         assert "already used (deleted)" in replay["content"][0]["text"]
         assert classify(d.round2(a, first, NOTE), NOTE) == "replay"
         assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1 and d.claims() == 1
-        for instance in "abc":
-            assert list(d.state_dir(instance).iterdir()) == [], "an instance keeps nothing on disk"
+        local = {p.name.split(".sqlite3")[0] for i in "abc" for p in d.state_dir(i).iterdir()}
+        assert "notewarden" not in local, "no local ledger: confirmations live in PostgreSQL only"
+        if backend == "postgres":
+            assert local <= {"publish"}, f"nothing but notes_publish's pending links: {local}"
 
 
 def test_key_rotation_rolls_out_new_key_second_then_first(tmp_path: Path, pg: PgDatabase) -> None:

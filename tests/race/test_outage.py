@@ -127,7 +127,7 @@ def test_connection_lost_between_the_move_and_commit(
 ) -> None:
     with deployment(tmp_path, backend, pg.name) as d:
         d.add_note(NOTE, BODY)
-        pause = tmp_path / "paused"
+        pause = d.state_dir("a") / "paused"  # the server may write only there (Landlock)
         server = d.start(
             NOTEWARDEN_DATABASE_URL=database_url(pg.name, port=proxy.port),
             **{PAUSE_AT_ENV: "after_mutation", PAUSE_FILE_ENV: str(pause)},

@@ -12,8 +12,9 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.model import Note
+from notewarden.notes.model import Note, content_version
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.notes.store import VersionConflict
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
@@ -53,9 +54,9 @@ def sql(ledger: Ledger, statement: str, *params: object) -> None:
 
 def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(workspace, "reports/tps.md", "---\ntitle: TPS report\n---\nbody\n")
-    store.create_note(workspace, "b.md", "# Heading title\n")
-    store.create_note(workspace, "plain-stem.txt", "no title here\n")
+    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
+    store.create_note(scope(workspace), "b.md", b"# Heading title\n")
+    store.create_note(scope(workspace), "plain-stem.txt", b"no title here\n")
     notes = store.list_notes(scope(workspace))
     assert [(n.id, n.title) for n in notes] == [
         ("b.md", "Heading title"),
@@ -72,16 +73,16 @@ def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
 )
 def test_note_ids_follow_the_relative_path_rules(ledger: Ledger, workspace: FileUri, bad: str) -> None:
     with pytest.raises(PathRejected):
-        SqlNoteStore(ledger).create_note(workspace, bad, "# x\n")
+        SqlNoteStore(ledger).create_note(scope(workspace), bad, b"# x\n")
 
 
 def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
     ledger: Ledger, workspace: FileUri
 ) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(workspace, "a.md", "# A\n")
+    store.create_note(scope(workspace), "a.md", b"# A\n")
     with pytest.raises(NoteExists):
-        store.create_note(workspace, "a.md", "# again\n")
+        store.create_note(scope(workspace), "a.md", b"# again\n")
     sql(
         ledger,
         "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
@@ -95,7 +96,7 @@ def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
 
 def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    created = store.create_note(workspace, "n.md", "# N\nsame size")
+    created = store.create_note(scope(workspace), "n.md", b"# N\nsame size").note
     sql(
         ledger,
         "UPDATE notes SET body = ? WHERE workspace = ? AND path = ?",
@@ -110,14 +111,14 @@ def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> 
         "the trigger's clock (ms on SQLite)"
     )
     sql(ledger, "DELETE FROM notes WHERE workspace = ? AND path = ?", str(workspace), "n.md")
-    store.create_note(workspace, "n.md", "# N\nSAME SIZE")
+    store.create_note(scope(workspace), "n.md", b"# N\nSAME SIZE")
     (replaced,) = store.list_notes(scope(workspace))
     assert replaced.identity.ino != edited.identity.ino, "a re-created note is another row"
 
 
 def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(workspace, "keep/n.md", "# N\n")
+    store.create_note(scope(workspace), "keep/n.md", b"# N\n")
     (shown,) = store.list_notes(scope(workspace))
     sql(
         ledger,
@@ -147,3 +148,66 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         store.move_to_trash(
             txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c3"
         )
+
+
+def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, workspace: FileUri) -> None:
+    store, everywhere = SqlNoteStore(ledger), scope(workspace)
+    for i in range(5):
+        store.create_note(everywhere, f"p/n{i}.md", f"# Page {i}\n\nreport number {i}\n".encode())
+    assert [n.id for n in store.list_page(everywhere, after="p/n1.md", limit=2)] == ["p/n2.md", "p/n3.md"]
+    assert [n.id for n in store.find_titled(everywhere, ["page", "3"])] == ["p/n3.md"]
+    hits = store.search(everywhere, ["rep", "3"], after=None, limit=10)
+    assert [h.note.id for h in hits] == ["p/n3.md"] and "**" not in hits[0].snippet
+    assert "report number 3" in hits[0].snippet
+    assert store.search(everywhere, ["port"], after=None, limit=10) == [], "terms match word starts"
+    first = store.search(everywhere, ["page"], after=None, limit=2)
+    rest = store.search(everywhere, ["page"], after=first[-1].position, limit=10)
+    assert [h.note.id for h in first + rest] == [f"p/n{i}.md" for i in range(5)]
+
+    with pytest.raises(NoteMissing):
+        store.notes_by_id(everywhere, ["p/n0.md", "p/none.md"])
+    current = store.read_note(everywhere, "p/n0.md")
+    assert current.data == b"# Page 0\n\nreport number 0\n" and current.version == content_version(
+        current.data
+    )
+    updated = store.update_note(
+        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version=current.version
+    )
+    assert updated.version == content_version(b"# Page 0\n\nedited\n")
+    with pytest.raises(VersionConflict) as conflict:
+        store.update_note(everywhere, "p/n0.md", b"# other\n", expected_version=current.version)
+    assert conflict.value.current_version == updated.version
+    assert store.update_note(
+        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version="stale"
+    ).data == (updated.data), "writing what is there is a harmless retry"
+    with pytest.raises(NoteExists):
+        store.move_note(everywhere, "p/n0.md", "p/n1.md")
+    assert store.move_note(everywhere, "p/n0.md", "q/moved.md").id == "q/moved.md"
+
+    (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
+    with ledger.critical_section() as txn:
+        trashed = store.move_to_trash(
+            txn, everywhere, candidate(moved), principal="alice", confirmation_id="c"
+        )
+        (listed,) = store.list_trash(txn, everywhere)
+        assert listed == trashed
+        assert store.list_trash(txn, scope(workspace, "p")) == [], "the trash is scoped by original path too"
+    store.create_note(everywhere, "q/moved.md", b"# taken again\n")
+    with pytest.raises(NoteExists), ledger.critical_section() as txn:
+        store.restore(txn, everywhere, trashed.trash_id)
+    with ledger.critical_section() as txn:
+        back = store.restore(txn, everywhere, trashed.trash_id, new_id="q/back.md")
+    assert store.read_note(everywhere, back.id).data == b"# Page 0\n\nedited\n"
+
+    (two,) = store.notes_by_id(everywhere, ["p/n2.md"])
+    with ledger.critical_section() as txn:
+        store.move_to_trash(txn, everywhere, candidate(two), principal="alice", confirmation_id="c2")
+        entries = store.list_trash(txn, everywhere)
+    stale = [
+        type(entries[0])(**{**{f: getattr(entries[0], f) for f in entries[0].__slots__}, "identity": None})
+    ]
+    with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
+        store.purge_trash(txn, everywhere, stale)
+    with ledger.critical_section() as txn:
+        assert store.purge_trash(txn, everywhere, entries) == 1
+        assert store.list_trash(txn, everywhere) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import random
 import stat
 import time
 from collections import Counter
@@ -286,15 +287,26 @@ class RaceReport:
     outside_after: dict[str, tuple[int, int, int, int, bytes]] = field(default_factory=dict)
 
 
-def _swapper(sub: str, sub_old: str, outside: str, stop: MpEvent, counter: object) -> None:
-    """Flip ``sub`` between the real directory and a symlink to ``outside`` until told to stop."""
+def _swapper(
+    sub: str, sub_old: str, outside: str, stop: MpEvent, counter: object, pause: float = 0.0
+) -> None:
+    """Flip ``sub`` between the real directory and a symlink to ``outside`` until told to stop.
+
+    ``pause`` > 0 holds each state (symlink, real directory) for a random 0..pause seconds, so the
+    operations being raced land in every state instead of mostly in the transitions.
+    """
     n = 0
+    rng = random.Random(n)
     while not stop.is_set():
         try:
             os.rename(sub, sub_old)
             os.symlink(outside, sub)
+            if pause:
+                time.sleep(rng.uniform(0, pause))
             os.unlink(sub)
             os.rename(sub_old, sub)
+            if pause:
+                time.sleep(rng.uniform(0, pause))
             n += 1
             if n % 16 == 0:
                 counter.value = n  # type: ignore[attr-defined]
@@ -312,7 +324,7 @@ def _restore_layout(sub: Path, sub_old: Path) -> None:
 
 
 def run_symlink_swap_race(
-    base: Path, *, force_fallback: bool, iterations: int = RACE_ITERATIONS
+    base: Path, *, force_fallback: bool, iterations: int = RACE_ITERATIONS, attacker_pause: float = 0.0
 ) -> RaceReport:
     """Race note operations on ``sub/x.md`` against a process swapping ``sub`` with a symlink outside.
 
@@ -330,7 +342,9 @@ def run_symlink_swap_race(
     stop = ctx.Event()
     counter = ctx.Value("q", 0)
     proc = ctx.Process(
-        target=_swapper, args=(str(sub), str(sub_old), str(outside), stop, counter), daemon=True
+        target=_swapper,
+        args=(str(sub), str(sub_old), str(outside), stop, counter, attacker_pause),
+        daemon=True,
     )
     with WorkspaceRoot.open(str(ws), force_fallback=force_fallback) as root:
         proc.start()

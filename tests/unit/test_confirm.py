@@ -7,8 +7,17 @@ import json
 import mcp_types as types
 import pytest
 
-from notewarden.confirm.forms import OUTCOMES, VerdictKind, delete_form, judge_choice
-from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
+from notewarden.confirm.forms import (
+    OUTCOMES,
+    VerdictKind,
+    delete_form,
+    delete_set_form,
+    judge_choice,
+    judge_confirmation,
+    judge_selection,
+    trash_empty_form,
+)
+from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, Selection
 from notewarden.scope.fsroot import FileIdentity
 from tests.schema import assert_valid
 
@@ -125,3 +134,75 @@ def test_state_decode_is_strict(mutate) -> None:  # type: ignore[no-untyped-def]
     mutate(raw)
     with pytest.raises(InvalidState):
         ConfirmationState.decode(json.dumps(raw), phase="notes_delete/confirm")
+
+
+# --- the set form (notes_delete noteIds) and the yes/no form (notes_trash_empty) ---------------
+
+SET_TABLE = [
+    (None, VerdictKind.MISSING, ()),
+    (types.ElicitResult(action="decline"), VerdictKind.DECLINED, ()),
+    (types.ElicitResult(action="cancel"), VerdictKind.CANCELLED, ()),
+    (accept(note_ids=["reports/tps.md"], confirm=True), VerdictKind.CONFIRMED, ("reports/tps.md",)),
+    (
+        accept(note_ids=["reports/tps.md", "reports/tps-2019.md"], confirm=True),
+        VerdictKind.CONFIRMED,
+        ("reports/tps-2019.md", "reports/tps.md"),
+    ),
+    (accept(note_ids=["reports/tps.md"], confirm=False), VerdictKind.NOT_CONFIRMED, ()),
+    (accept(note_ids=[], confirm=True), VerdictKind.INVALID, ()),
+    (accept(note_ids=["reports/tps.md", "reports/other.md"], confirm=True), VerdictKind.INVALID, ()),
+    (accept(note_ids=["reports/tps.md", "reports/tps.md"], confirm=True), VerdictKind.INVALID, ()),
+    (accept(note_ids="reports/tps.md", confirm=True), VerdictKind.INVALID, ()),
+    (accept(note_ids=["reports/tps.md"]), VerdictKind.INVALID, ()),
+    (accept(note_id="reports/tps.md", confirm=True), VerdictKind.INVALID, ()),
+]
+
+
+@pytest.mark.parametrize(("answer", "kind", "chosen"), SET_TABLE)
+def test_a_selection_applies_wholly_or_not_at_all(answer: object, kind: VerdictKind, chosen: tuple) -> None:
+    verdict = judge_selection(answer, CANDIDATES)
+    assert verdict.kind is kind
+    assert tuple(c.id for c in verdict.chosen) == chosen
+    if kind is VerdictKind.INVALID:
+        assert verdict.problem
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (None, VerdictKind.MISSING),
+        (accept(confirm=True), VerdictKind.CONFIRMED),
+        (accept(confirm=False), VerdictKind.NOT_CONFIRMED),
+        (accept(), VerdictKind.INVALID),
+        (accept(confirm=True, note_id="x"), VerdictKind.INVALID),
+        (types.ElicitResult(action="accept"), VerdictKind.INVALID),
+        (types.ElicitResult(action="decline"), VerdictKind.DECLINED),
+    ],
+)
+def test_yes_no_judge(answer: object, kind: VerdictKind) -> None:
+    assert judge_confirmation(answer).kind is kind
+
+
+def test_set_and_trash_forms_are_valid_form_requests() -> None:
+    form = delete_set_form("file:///srv/notes", CANDIDATES)
+    assert_valid(form["params"], "ElicitRequestFormParams")
+    field = form["params"]["requestedSchema"]["properties"]["note_ids"]
+    assert field["default"] == [c.id for c in CANDIDATES]
+    assert_valid(field, "TitledMultiSelectEnumSchema")
+    empty = trash_empty_form("file:///srv/notes", 30, ["a", "b"], 28)
+    assert_valid(empty["params"], "ElicitRequestFormParams")
+    assert "30 notes" in empty["params"]["message"] and "28 more" in empty["params"]["message"]
+
+
+def test_a_selection_survives_the_state_round_trip() -> None:
+    state = ConfirmationState(
+        phase="p",
+        principal="alice",
+        workspace="file:///srv/notes",
+        workspace_identity=(1, 2),
+        candidates=(),
+        confirmation_id="cid",
+        issued_at=1.5,
+        selection=Selection(3, "ab" * 32, 1234.5),
+    )
+    assert ConfirmationState.decode(state.encode(), phase="p") == state

@@ -12,6 +12,12 @@ whether it consumes the confirmation, whether it mutates, and how it reads to th
 | accept, content missing/ill-typed/off-set    | INVALID        | no       | no  |
 | decline                                      | DECLINED       | yes      | no  |
 | cancel                                       | CANCELLED      | no       | no  (retriable until expiry) |
+
+Three forms share this table: `delete_form` (pick one of the notes matching a title),
+`delete_set_form` (the caller named the notes: the user keeps or unticks each, all ticked
+at first) and `trash_empty_form` (no choice: how many and which, then yes or no). For
+the two with a selection, "the set in the set" rule holds: a selection outside the
+offered notes is INVALID, never partly applied.
 """
 
 from __future__ import annotations
@@ -27,15 +33,22 @@ from notewarden.confirm.state import Candidate
 __all__ = [
     "DELETE_INPUT_KEY",
     "OUTCOMES",
+    "TRASH_EMPTY_INPUT_KEY",
     "Outcome",
     "Verdict",
     "VerdictKind",
     "delete_form",
+    "delete_set_form",
     "judge_choice",
+    "judge_confirmation",
+    "judge_selection",
+    "trash_empty_form",
 ]
 
 DELETE_INPUT_KEY = "delete_choice"
+TRASH_EMPTY_INPUT_KEY = "empty_trash"
 _CHOICE_FIELD = "note_id"
+_SET_FIELD = "note_ids"
 _CONFIRM_FIELD = "confirm"
 
 
@@ -53,6 +66,8 @@ class Verdict:
     kind: VerdictKind
     candidate: Candidate | None = None
     problem: str | None = None
+    chosen: tuple[Candidate, ...] = ()
+    """Every note a CONFIRMED verdict applies to (the one `candidate`, or the ticked set)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +128,124 @@ def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> 
     }
 
 
+def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
+    """The input request for a set the caller named: every note ticked, the user unticks any to keep."""
+    count = len(candidates)
+    notes = "this note" if count == 1 else f"these {count} notes"
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": (
+                f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
+                "They will be moved to the workspace trash."
+            ),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    _SET_FIELD: {
+                        "type": "array",
+                        "title": "Notes to delete",
+                        "description": "Title, path and last modification of each note.",
+                        "items": {
+                            "anyOf": [{"const": c.id, "title": candidate_label(c)} for c in candidates]
+                        },
+                        "minItems": 1,
+                        "default": [c.id for c in candidates],
+                    },
+                    _CONFIRM_FIELD: {
+                        "type": "boolean",
+                        "title": "Yes, move the selected notes to the trash",
+                        "default": False,
+                    },
+                },
+                "required": [_SET_FIELD, _CONFIRM_FIELD],
+            },
+        },
+    }
+
+
+def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
+    """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
+    notes = "1 note" if count == 1 else f"{count} notes"
+    lines = "\n".join(f"• {line}" for line in listing)
+    if more:
+        lines += f"\n… and {more} more"
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": (
+                f"Permanently delete {notes} from the trash of workspace {workspace}? "
+                f"This cannot be undone.\n{lines}"
+            ),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    _CONFIRM_FIELD: {
+                        "type": "boolean",
+                        "title": f"Yes, permanently delete {notes}",
+                        "default": False,
+                    },
+                },
+                "required": [_CONFIRM_FIELD],
+            },
+        },
+    }
+
+
 def judge_choice(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
     """Classify the answer found under the form's input key (`None` when absent)."""
+    judged = _content(answer, (_CHOICE_FIELD, _CONFIRM_FIELD), "note_id (one of the offered notes)")
+    if isinstance(judged, Verdict):
+        return judged
+    content, confirm = judged
+    note_id = content.get(_CHOICE_FIELD)
+    chosen = next((c for c in candidates if c.id == note_id), None)
+    if not confirm:
+        return Verdict(VerdictKind.NOT_CONFIRMED, candidate=chosen)
+    if not isinstance(note_id, str):
+        return Verdict(
+            VerdictKind.INVALID, problem=f"note_id must be one of the offered note ids, got {note_id!r}"
+        )
+    if chosen is None:
+        return Verdict(VerdictKind.INVALID, problem=f"note_id {note_id!r} was not among the offered notes")
+    return Verdict(VerdictKind.CONFIRMED, candidate=chosen, chosen=(chosen,))
+
+
+def judge_selection(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
+    """Classify an answer to `delete_set_form`: the ticked notes must be a non-empty subset."""
+    judged = _content(answer, (_SET_FIELD, _CONFIRM_FIELD), "note_ids (some of the offered notes)")
+    if isinstance(judged, Verdict):
+        return judged
+    content, confirm = judged
+    if not confirm:
+        return Verdict(VerdictKind.NOT_CONFIRMED)
+    ids = content.get(_SET_FIELD)
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        return Verdict(
+            VerdictKind.INVALID, problem=f"note_ids must be a non-empty list of offered note ids, got {ids!r}"
+        )
+    offered = {c.id: c for c in candidates}
+    unknown = [i for i in ids if i not in offered]
+    if unknown:
+        return Verdict(VerdictKind.INVALID, problem=f"{unknown[0]!r} was not among the offered notes")
+    if len(set(ids)) != len(ids):
+        return Verdict(VerdictKind.INVALID, problem="note_ids names a note twice")
+    return Verdict(VerdictKind.CONFIRMED, chosen=tuple(c for c in candidates if c.id in set(ids)))
+
+
+def judge_confirmation(answer: Any) -> Verdict:
+    """Classify an answer to a yes/no form (`trash_empty_form`)."""
+    judged = _content(answer, (_CONFIRM_FIELD,), "")
+    if isinstance(judged, Verdict):
+        return judged
+    return Verdict(VerdictKind.CONFIRMED if judged[1] else VerdictKind.NOT_CONFIRMED)
+
+
+def _content(answer: Any, fields: tuple[str, ...], needs: str) -> Verdict | tuple[Mapping[str, Any], bool]:
+    """The verdict for anything but an accepted form with only `fields` and a boolean `confirm`;
+    otherwise the content and the confirm value."""
     if answer is None:
         return Verdict(VerdictKind.MISSING)
     action = _field(answer, "action")
@@ -128,31 +259,20 @@ def judge_choice(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
         )
     content = _field(answer, "content")
     if not isinstance(content, Mapping):
+        wanted = f"{needs} and confirm (true or false)" if needs else "confirm (true or false)"
         return Verdict(
-            VerdictKind.INVALID,
-            problem="the form was accepted without content; it needs note_id (one of the offered notes) "
-            "and confirm (true or false)",
+            VerdictKind.INVALID, problem=f"the form was accepted without content; it needs {wanted}"
         )
-    extra = sorted(set(content) - {_CHOICE_FIELD, _CONFIRM_FIELD})
+    extra = sorted(set(content) - set(fields))
     if extra:
         return Verdict(
             VerdictKind.INVALID,
-            problem=f"unexpected field(s) {', '.join(extra)}; the form has note_id, confirm",
+            problem=f"unexpected field(s) {', '.join(extra)}; the form has {', '.join(fields)}",
         )
     confirm = content.get(_CONFIRM_FIELD)
     if not isinstance(confirm, bool):
         return Verdict(VerdictKind.INVALID, problem=f"confirm must be true or false, got {confirm!r}")
-    note_id = content.get(_CHOICE_FIELD)
-    chosen = next((c for c in candidates if c.id == note_id), None)
-    if not confirm:
-        return Verdict(VerdictKind.NOT_CONFIRMED, candidate=chosen)
-    if not isinstance(note_id, str):
-        return Verdict(
-            VerdictKind.INVALID, problem=f"note_id must be one of the offered note ids, got {note_id!r}"
-        )
-    if chosen is None:
-        return Verdict(VerdictKind.INVALID, problem=f"note_id {note_id!r} was not among the offered notes")
-    return Verdict(VerdictKind.CONFIRMED, candidate=chosen)
+    return content, confirm
 
 
 def _field(answer: Any, name: str) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from notewarden.scope.fsroot import FileIdentity
 
-__all__ = ["Candidate", "ConfirmationState", "InvalidState", "new_confirmation_id"]
+__all__ = ["Candidate", "ConfirmationState", "InvalidState", "Selection", "new_confirmation_id"]
 
 _VERSION = 1
 
@@ -40,6 +40,17 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Selection:
+    """A set too large to seal member by member (a trash to empty): how many, a digest of every
+    member's id and identity, and the bound that selected it. The commit selects again with the
+    bound and must find the same digest, so exactly what the user was shown is affected."""
+
+    count: int
+    digest: str
+    bound: float
+
+
+@dataclass(frozen=True, slots=True)
 class ConfirmationState:
     phase: str
     principal: str
@@ -48,28 +59,28 @@ class ConfirmationState:
     candidates: tuple[Candidate, ...]
     confirmation_id: str
     issued_at: float
+    selection: Selection | None = None
 
     def candidate(self, note_id: object) -> Candidate | None:
         return next((c for c in self.candidates if c.id == note_id), None)
 
     def encode(self) -> str:
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "phase": self.phase,
-                "sub": self.principal,
-                "ws": self.workspace,
-                "wsid": list(self.workspace_identity),
-                "cand": [
-                    [c.id, c.title, c.identity.dev, c.identity.ino, c.identity.mtime_ns, c.identity.size]
-                    for c in self.candidates
-                ],
-                "cid": self.confirmation_id,
-                "iat": self.issued_at,
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+        payload: dict[str, Any] = {
+            "v": _VERSION,
+            "phase": self.phase,
+            "sub": self.principal,
+            "ws": self.workspace,
+            "wsid": list(self.workspace_identity),
+            "cand": [
+                [c.id, c.title, c.identity.dev, c.identity.ino, c.identity.mtime_ns, c.identity.size]
+                for c in self.candidates
+            ],
+            "cid": self.confirmation_id,
+            "iat": self.issued_at,
+        }
+        if self.selection is not None:
+            payload["sel"] = [self.selection.count, self.selection.digest, self.selection.bound]
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def decode(cls, text: object, *, phase: str) -> ConfirmationState:
@@ -91,12 +102,20 @@ class ConfirmationState:
                 ),
                 confirmation_id=_s(raw["cid"]),
                 issued_at=float(raw["iat"]),
+                selection=_selection(raw.get("sel")),
             )
         except InvalidState:
             raise
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidState(f"malformed state: {exc.__class__.__name__}") from None
         return state
+
+
+def _selection(raw: Any) -> Selection | None:
+    if raw is None:
+        return None
+    count, digest, bound = raw
+    return Selection(_i(count), _s(digest), float(bound))
 
 
 def _s(value: Any) -> str:

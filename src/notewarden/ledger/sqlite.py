@@ -28,12 +28,20 @@ from typing import Any, Literal
 from notewarden.ledger import Claim, LedgerStats, LedgerUnavailable
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
 
-__all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn"]
+__all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn", "apply_migrations"]
 
 logger = logging.getLogger(__name__)
 
 _PURGE_INTERVAL_SECONDS = 60.0
 _UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
+
+
+def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
+    """Bring a SQLite-only component (an index, a cache) to its latest version; steps applied."""
+    component_schema = SchemaComponent(
+        component, tables=(), sqlite=tuple(migrations), postgres=tuple(migrations)
+    )
+    return sqlite_upgrade(conn, [component_schema])[component]
 
 
 class SqliteSession:

@@ -11,11 +11,11 @@ the critical section and the file step is reversible until COMMIT:
       INSERT the trash row
     COMMIT
 
-Every process writes a workspace's trash only while holding that workspace's lock (on
-SQLite the database write lock, which covers every workspace). So while `recover` holds
-the lock, a trash entry without a committed row can only be a leftover of a process that
-died between its rename and its COMMIT (or whose COMMIT's outcome was unknown), and
-recovery moves it back. Recovery runs at start-up, and again inside a delete that finds
+Every process changes a workspace's trash (delete, restore, purge) only while holding that
+workspace's lock (on SQLite the database write lock, which covers every workspace). So while
+`recover` holds the lock, a trash entry without a committed row can only be a leftover of a
+process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
+and recovery moves it back. Recovery runs at start-up, and again inside a delete that finds
 its note missing, so a retry on any instance heals a dead instance's half-done move. The
 outcome after any crash is "in the trash and consumed" or "untouched and still usable".
 Nothing is unlinked here: everything deleted stays in the trash until it is emptied.
@@ -30,13 +30,24 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
+from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
-from notewarden.notes.store import TrashedNote
-from notewarden.scope.fsroot import FsError, NoteExists, NoteMissing, WorkspaceRoot
+from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
+from notewarden.scope.fsroot import (
+    FsError,
+    IdentityMismatch,
+    NoteExists,
+    NoteMissing,
+    PathRejected,
+    WorkspaceRoot,
+)
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
@@ -86,19 +97,161 @@ def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
+def _note(row: IndexedNote) -> Note:
+    return Note(id=row.id, title=row.title, identity=row.identity)
+
+
+def _inside(scope: WorkspaceScope, note_id: str) -> str:
+    if not isinstance(note_id, str) or not scope.contains(note_id):
+        raise PathRejected(f"{note_id!r} is outside {scope.uri}; name a note inside it")
+    return note_id
+
+
 class FilesNoteStore:
+    def __init__(self, index_path: Path | None = None, *, watch: bool = True) -> None:
+        """`index_path`: the index database (in the state directory); None keeps it in memory."""
+        self.index = NoteIndex(index_path or ":memory:", watch=watch)
+
+    def close(self) -> None:
+        self.index.close()
+
+    @staticmethod
+    def _key(scope: WorkspaceScope) -> tuple[str, WorkspaceRoot, str]:
+        return str(scope.workspace), scope.root, "/".join(scope.subtree)
+
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
+        return [_note(r) for r in self.index.page(*self._key(scope), after=None, limit=None)]
+
+    def list_page(
+        self,
+        scope: WorkspaceScope,
+        *,
+        after: str | None,
+        limit: int,
+        progress: ProgressSink | None = None,
+    ) -> list[Note]:
+        rows = self.index.page(*self._key(scope), after=after, limit=limit, progress=progress)
+        return [_note(r) for r in rows]
+
+    def find_titled(
+        self, scope: WorkspaceScope, words: Sequence[str], *, progress: ProgressSink | None = None
+    ) -> list[Note]:
+        return [_note(r) for r in self.index.titled(*self._key(scope), words, progress=progress)]
+
+    def search(
+        self,
+        scope: WorkspaceScope,
+        terms: Sequence[str],
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        progress: ProgressSink | None = None,
+    ) -> list[SearchHit]:
+        rows = self.index.search(*self._key(scope), terms, after=after, limit=limit, progress=progress)
+        return [SearchHit(_note(r), r.snippet, (r.score, r.id)) for r in rows]
+
+    def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         notes = []
-        for entry in scope.root.list_notes():
-            if not scope.contains(entry.path):
-                continue
-            try:
-                head, identity = scope.root.read_head(entry.path, TITLE_SCAN_BYTES)
-            except FsError as exc:
-                logger.info("skipping unreadable note", extra={"note": entry.path, "reason": str(exc)})
-                continue
-            notes.append(Note(id=entry.path, title=extract_title(head, entry.path), identity=identity))
+        for note_id in note_ids:
+            head, identity = scope.root.read_head(_inside(scope, note_id), TITLE_SCAN_BYTES)
+            notes.append(Note(id=note_id, title=extract_title(head, note_id), identity=identity))
         return notes
+
+    def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
+        data, identity = scope.root.read_note(_inside(scope, note_id))
+        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+
+    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+        identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
+        self.index.note_changed(str(scope.workspace), scope.root, note_id)
+        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+
+    def update_note(
+        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
+    ) -> NoteContent:
+        with self.index.exclusive():  # one updater at a time across this host's server processes
+            current = self.read_note(scope, note_id)
+            if current.data == data:
+                return current  # already there: a retried update, or the same edit made elsewhere
+            if current.version != expected_version:
+                raise VersionConflict(note_id, current.version)
+            try:
+                identity = scope.root.replace_note(note_id, data, expected=current.note.identity)
+            except IdentityMismatch:  # an editor or sync tool wrote in between
+                raise VersionConflict(note_id, self.read_note(scope, note_id).version) from None
+            self.index.note_changed(str(scope.workspace), scope.root, note_id)
+        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+
+    def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
+        root = scope.root
+        entry = root.stat_note(_inside(scope, note_id))
+        identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
+        self.index.note_changed(str(scope.workspace), root, note_id, new_id)
+        head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
+        return Note(new_id, extract_title(head, new_id), identity)
+
+    def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:
+        entries = []
+        for trash_id, note_id, title, deleted_at in txn.execute(
+            "SELECT trash_id, note_id, title, deleted_at FROM trash WHERE workspace = ? "
+            "ORDER BY deleted_at DESC, trash_id",
+            (str(scope.workspace),),
+        ):
+            if not scope.contains(note_id):
+                continue
+            identity = scope.root.trash_entry(trash_id)
+            if identity is None:
+                continue  # purged but not yet committed, or removed by hand: recovery drops the row
+            entries.append(TrashedNote(trash_id, note_id, title, deleted_at, identity.size, identity))
+        return entries
+
+    def restore(
+        self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
+    ) -> Note:
+        root = scope.root
+        txn.lock_workspace(str(scope.workspace))
+        rows = txn.execute(
+            "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
+        )
+        row = rows[0] if rows else None
+        if row is None or not scope.contains(row[0]) or root.trash_entry(trash_id) is None:
+            raise NoteMissing(
+                f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
+            )
+        target = _inside(scope, new_id or row[0])
+        identity = root.restore(trash_id, target)
+        txn.on_rollback(lambda: root.quarantine(target, trash_id, identity))
+        txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+        with suppress(NoteMissing):
+            root.purge_trash_entry(trash_id + _SIDECAR)
+        self.index.note_changed(str(scope.workspace), root, target)
+        head, _ = root.read_head(target, TITLE_SCAN_BYTES)
+        return Note(target, extract_title(head, target), identity)
+
+    def purge_trash(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        entries: Sequence[TrashedNote],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> int:
+        root = scope.root
+        txn.lock_workspace(str(scope.workspace))
+        for entry in entries:
+            if root.trash_entry(entry.trash_id) != entry.identity:
+                raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
+        for done, entry in enumerate(entries, 1):
+            txn.execute(
+                "DELETE FROM trash WHERE trash_id = ? AND workspace = ?",
+                (entry.trash_id, str(scope.workspace)),
+            )
+            for name in (entry.trash_id, entry.trash_id + _SIDECAR):
+                with suppress(NoteMissing):
+                    root.purge_trash_entry(name)
+            if progress is not None and (done % 100 == 0 or done == len(entries)):
+                progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
+        return len(entries)
 
     def move_to_trash(
         self,
@@ -113,7 +266,7 @@ class FilesNoteStore:
         try:
             return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
         except NoteMissing:
-            if not self.recover(txn, scope.workspace, scope.root):
+            if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
                 raise
         return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
 
@@ -143,8 +296,10 @@ class FilesNoteStore:
         def put_back() -> None:
             root.restore(trash_id, candidate.id)
             root.purge_trash_entry(sidecar_name)  # only once the note is back: recovery needs it until then
+            self.index.note_changed(str(scope.workspace), root, candidate.id)
 
         txn.on_rollback(put_back)
+        self.index.note_changed(str(scope.workspace), root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
             "dev, ino, size, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -163,7 +318,12 @@ class FilesNoteStore:
             ),
         )
         return TrashedNote(
-            trash_id=trash_id, note_id=candidate.id, title=candidate.title, deleted_at=deleted_at
+            trash_id=trash_id,
+            note_id=candidate.id,
+            title=candidate.title,
+            deleted_at=deleted_at,
+            size=identity.size,
+            identity=identity,
         )
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
@@ -174,6 +334,13 @@ class FilesNoteStore:
             row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
         }
         recovered = 0
+        for trash_id in sorted(committed):
+            if root.trash_entry(trash_id) is None:
+                txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+                with suppress(NoteMissing):
+                    root.purge_trash_entry(trash_id + _SIDECAR)
+                recovered += 1
+                logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
         for name in root.list_trash():
             if not name.endswith(_SIDECAR):
                 continue

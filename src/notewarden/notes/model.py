@@ -8,19 +8,31 @@ every word of the query, case-insensitively.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from notewarden.scope.fsroot import FileIdentity
 
-__all__ = ["TITLE_SCAN_BYTES", "Note", "extract_title", "match_words", "title_matches"]
+__all__ = [
+    "TITLE_SCAN_BYTES",
+    "Note",
+    "compose_note",
+    "content_version",
+    "extract_title",
+    "match_words",
+    "search_terms",
+    "title_matches",
+]
 
 TITLE_SCAN_BYTES = 64 * 1024
 """Only the head of a file is read to find its title; a note's title lives at the top."""
 
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*(.*?)\s*$", re.IGNORECASE)
 _HEADING = re.compile(r"^#\s+(.*?)\s*#*\s*$")
+_WORD = re.compile(r"\w+")
+MAX_SEARCH_TERMS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +69,29 @@ def extract_title(head: bytes, note_id: str) -> str:
     return stem.rsplit(".", 1)[0] if "." in stem[1:] else stem
 
 
+def compose_note(title: str, body: str) -> str | None:
+    """The text of a new note whose title reads back as `title`: a `# ` heading, or front matter
+    where a heading would not survive (a title ending in '#'); None when neither does."""
+    for text in (f"# {title}\n\n{body}", f"---\ntitle: {title}\n---\n\n{body}"):
+        if extract_title(text.encode(), "") == title:
+            return text
+    return None
+
+
 def match_words(query: str) -> tuple[str, ...]:
     return tuple(w.casefold() for w in query.split())
+
+
+def search_terms(query: str) -> list[str]:
+    """The words of a search query, case-folded; each must match the start of a word of the note's
+    title, path or body (so `rep` finds "report")."""
+    return _WORD.findall(query.casefold())[:MAX_SEARCH_TERMS]
+
+
+def content_version(data: bytes) -> str:
+    """A note's version: a digest of its exact bytes, so it changes exactly when the content does,
+    whoever changed it and however (an editor, a sync tool, another server)."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def title_matches(title: str, words: Iterable[str]) -> bool:

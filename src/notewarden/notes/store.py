@@ -6,22 +6,30 @@ belongs to a workspace URI and its id is a relative path under `fsroot.split_rel
 rules, so a scope's subtree contains the same ids whatever the store. Mutations take the ledger's open transaction (`LedgerTxn`), so
 that a store sharing the ledger's database writes its rows in the same transaction as
 the claim, and a store that cannot (files) registers an undo step to run on rollback.
+
+Every trash mutation (move to trash, restore, purge) runs inside that transaction; writes
+that never touch the trash (create, update, move) do not need it. A note's version is
+`model.content_version` of its bytes in every store, so clients see one meaning.
+Note ids outside `scope.subtree` are refused with `fsroot.PathRejected`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
-from notewarden.notes.model import Note
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.notes.model import Note, content_version
+from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
-__all__ = ["NoteStore", "TrashedNote"]
+__all__ = ["NoteContent", "NoteStore", "ProgressSink", "SearchHit", "TrashedNote", "VersionConflict"]
+
+ProgressSink = Callable[[float, float | None, str], None]
+"""(done, total, message): called from the worker thread while a long operation runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +38,39 @@ class TrashedNote:
     note_id: str
     title: str
     deleted_at: float
+    size: int = 0
+    identity: FileIdentity | None = None
+    """What the trash entry was when listed: a purge confirmed for it refuses another file."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteContent:
+    note: Note
+    data: bytes
+
+    @property
+    def version(self) -> str:
+        return content_version(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    note: Note
+    snippet: str
+    position: tuple[float, str]
+    """(rank, id): where the next page starts. Opaque to callers; a lower rank is a better match."""
+
+
+class VersionConflict(Exception):
+    """An update named a version that is no longer the note's; nothing was written."""
+
+    def __init__(self, note_id: str, current_version: str) -> None:
+        super().__init__(
+            f"{note_id} is no longer at the version you read; its current version is {current_version}. "
+            "Read it again, merge your change, and retry with that version."
+        )
+        self.note_id = note_id
+        self.current_version = current_version
 
 
 class NoteStore(Protocol):
@@ -57,3 +98,80 @@ class NoteStore(Protocol):
         """Undo trash moves whose transaction never committed (a crash); returns how many.
         `root` is the workspace's directory, `None` for stores whose workspaces are not folders."""
         ...
+
+    def find_titled(
+        self, scope: WorkspaceScope, words: Sequence[str], *, progress: ProgressSink | None = None
+    ) -> Sequence[Note]:
+        """Every note in the scope whose title contains every word (`model.title_matches`), by id,
+        each re-checked against its current identity (never a note that is gone)."""
+        ...
+
+    def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> Sequence[Note]:
+        """These notes, in the given order, with their current identity; `fsroot.NoteMissing` names
+        the first that does not exist."""
+        ...
+
+    def list_page(
+        self,
+        scope: WorkspaceScope,
+        *,
+        after: str | None,
+        limit: int,
+        progress: ProgressSink | None = None,
+    ) -> Sequence[Note]:
+        """Up to `limit` notes with ids greater than `after`, by id (keyset pagination)."""
+        ...
+
+    def search(
+        self,
+        scope: WorkspaceScope,
+        terms: Sequence[str],
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        progress: ProgressSink | None = None,
+    ) -> Sequence[SearchHit]:
+        """Notes matching every term (`model.search_terms`) in title or body, best first, after
+        the position of the previous page's last hit."""
+        ...
+
+    def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent: ...
+
+    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+        """Create exclusively (`fsroot.NoteExists` if the id is taken); missing folders are made."""
+        ...
+
+    def update_note(
+        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
+    ) -> NoteContent:
+        """Replace the content if the note is still at `expected_version`, else `VersionConflict`
+        with the current one. Writing what is already there succeeds (a retry is harmless)."""
+        ...
+
+    def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
+        """Rename inside the workspace, never replacing (`fsroot.NoteExists`)."""
+        ...
+
+    def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> Sequence[TrashedNote]:
+        """Trash entries whose original path is inside the scope, newest first, each still present."""
+        ...
+
+    def restore(
+        self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
+    ) -> Note:
+        """Put a trashed note back at its original path (or `new_id`), never replacing anything."""
+        ...
+
+    def purge_trash(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        entries: Sequence[TrashedNote],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> int:
+        """Delete these trash entries for good, after checking each is still the listed file
+        (`fsroot.IdentityMismatch` otherwise, before anything is deleted); returns how many."""
+        ...
+
+    def close(self) -> None: ...

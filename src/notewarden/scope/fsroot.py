@@ -32,8 +32,8 @@ check and verified again with ``fstat``, so a FIFO, socket or device planted und
 Rule 6: changes are exclusive or verified. New files use ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a dangling
 symlink at the name is refused, never written through). Replacement writes a temp file and swaps it in
 with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the expected one and swaps back
-if not. Quarantine and restore move with ``renameat2(RENAME_NOREPLACE)`` and compare identities before
-and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
+if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREPLACE)`` and compare
+identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` deletes, and only inside the trash directory.
 
@@ -45,7 +45,11 @@ The real defence is deployment: workspaces on their own filesystem and ``fs.prot
 Rule 8: error messages name the relative note path that was given and say what is allowed. They never
 contain absolute paths, not even the workspace's own; a rejected absolute note path is not echoed.
 
-Rule 9: every fd opened by an operation is closed before it returns (try/finally), on success and on
+Rule 9: observing is done on held fds too: ``list_dir`` hands a watcher (inotify) the
+``/proc/self/fd/N`` name of the directory it has just opened, so a watch lands on exactly the
+inode that is listed, never on whatever a path names later.
+
+Rule 10: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
 """
 
@@ -60,12 +64,16 @@ import re
 import secrets
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final
 
 __all__ = [
+    "NOTE_SUFFIXES",
     "TRASH_DIR_NAME",
+    "DirListing",
+    "DirStamp",
     "EscapeBlocked",
     "FileIdentity",
     "FsError",
@@ -76,10 +84,12 @@ __all__ = [
     "NoteMissing",
     "PathRejected",
     "WorkspaceRoot",
+    "split_dir",
     "split_relative",
 ]
 
 TRASH_DIR_NAME: Final = ".notewarden-trash"
+NOTE_SUFFIXES: Final = (".md", ".markdown")
 TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
 MAX_COMPONENT_BYTES: Final = 255
@@ -157,6 +167,31 @@ class NoteEntry:
     path: str
     identity: FileIdentity
     nlink: int
+
+
+@dataclass(frozen=True, slots=True)
+class DirStamp:
+    """A directory's inode and mtime: an unchanged stamp means no entry was added, removed or renamed."""
+
+    ino: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class DirListing:
+    path: str
+    """Relative POSIX path of the directory, ``""`` for the workspace root."""
+    stamp: DirStamp
+    notes: list[NoteEntry]
+    subdirs: list[tuple[str, DirStamp]]
+    """(relative path, stamp from the parent's listing) of each addressable subdirectory."""
+    entries: int
+    """How many directory entries were read, listed or not."""
+
+
+def split_dir(path: str) -> tuple[str, ...]:
+    """Components of a directory path as ``DirListing`` spells it (``""`` is the root)."""
+    return split_relative(path) if path else ()
 
 
 def split_relative(path: str) -> tuple[str, ...]:
@@ -540,7 +575,7 @@ class WorkspaceRoot:
 
     def list_notes(
         self,
-        suffixes: tuple[str, ...] = (".md", ".markdown"),
+        suffixes: tuple[str, ...] = NOTE_SUFFIXES,
         *,
         skip_hidden: bool = True,
         max_entries: int = 1_000_000,
@@ -552,55 +587,91 @@ class WorkspaceRoot:
         as are unreadable directories, names that ``split_relative`` would reject, the trash and temp
         files. More than ``max_entries`` directory entries raise FsError rather than truncating.
         """
-        wanted = tuple(s.lower() for s in suffixes)
         notes: list[NoteEntry] = []
         stack: list[tuple[tuple[str, ...], tuple[int, int]]] = [((), self.identity)]
         seen = 0
         while stack:
             parts, expected = stack.pop()
-            display = "/".join(parts) or "workspace root"
             try:
-                dfd = self._open_dir(parts, _DIR_READ, display)
+                listing = self.list_dir(parts, suffixes, skip_hidden=skip_hidden, expected=expected)
             except (EscapeBlocked, NoteMissing):
                 continue
             except FsError:
                 if not parts:
                     raise
                 continue
-            try:
-                st = os.fstat(dfd)
-                if (st.st_dev, st.st_ino) != expected:
-                    continue
-                with os.scandir(dfd) as it:
-                    entries = list(it)
-                for entry in entries:
-                    seen += 1
-                    if seen > max_entries:
-                        raise FsError(f"workspace has more than {max_entries} entries; listing refused")
-                    name = entry.name
-                    rel = (*parts, name)
-                    if (skip_hidden and name.startswith(".")) or not _addressable("/".join(rel)):
-                        continue
-                    try:
-                        est = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if est.st_dev != self._dev:
-                        continue
-                    if stat.S_ISDIR(est.st_mode):
-                        stack.append((rel, (est.st_dev, est.st_ino)))
-                    elif stat.S_ISREG(est.st_mode) and name.lower().endswith(wanted):
-                        if self._mnt is not None:
-                            try:
-                                if _mount_id(dfd, name) != self._mnt:
-                                    continue
-                            except OSError:
-                                continue
-                        notes.append(NoteEntry("/".join(rel), FileIdentity.of(est), est.st_nlink))
-            finally:
-                os.close(dfd)
+            seen += listing.entries
+            if seen > max_entries:
+                raise FsError(f"workspace has more than {max_entries} entries; listing refused")
+            notes.extend(listing.notes)
+            stack.extend((split_dir(d), (self._dev, stamp.ino)) for d, stamp in listing.subdirs)
         notes.sort(key=lambda n: n.path)
         return notes
+
+    def list_dir(
+        self,
+        parts: tuple[str, ...],
+        suffixes: tuple[str, ...] = NOTE_SUFFIXES,
+        *,
+        skip_hidden: bool = True,
+        expected: tuple[int, int] | None = None,
+        watch: Callable[[str], object] | None = None,
+    ) -> DirListing:
+        """One directory: its stamp, its notes and its subdirectories (one level, same rules as
+        ``list_notes``). ``expected`` is the (dev, ino) the caller saw for it; another inode raises
+        EscapeBlocked. ``watch`` is called with a ``/proc/self/fd/N`` path naming the opened directory
+        before it is read (for inotify), so no change after the listing can go unnoticed."""
+        wanted = tuple(s.lower() for s in suffixes)
+        display = "/".join(parts) or "workspace root"
+        dfd = self._open_dir(parts, _DIR_READ, display)
+        try:
+            st = os.fstat(dfd)
+            if expected is not None and (st.st_dev, st.st_ino) != expected:
+                raise EscapeBlocked(f"{display}: was replaced while being listed")
+            if watch is not None:
+                watch(f"/proc/self/fd/{dfd}")
+                st = os.fstat(dfd)
+            with os.scandir(dfd) as it:
+                entries = list(it)
+            notes: list[NoteEntry] = []
+            subdirs: list[tuple[str, DirStamp]] = []
+            for entry in entries:
+                name = entry.name
+                rel = "/".join((*parts, name))
+                if (skip_hidden and name.startswith(".")) or not _addressable(rel):
+                    continue
+                try:
+                    est = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if est.st_dev != self._dev:
+                    continue
+                if stat.S_ISDIR(est.st_mode):
+                    subdirs.append((rel, DirStamp(est.st_ino, est.st_mtime_ns)))
+                elif stat.S_ISREG(est.st_mode) and name.lower().endswith(wanted):
+                    if self._mnt is not None:
+                        try:
+                            if _mount_id(dfd, name) != self._mnt:
+                                continue
+                        except OSError:
+                            continue
+                    notes.append(NoteEntry(rel, FileIdentity.of(est), est.st_nlink))
+            return DirListing(
+                "/".join(parts), DirStamp(st.st_ino, st.st_mtime_ns), notes, subdirs, len(entries)
+            )
+        finally:
+            os.close(dfd)
+
+    def dir_stamp(self, parts: tuple[str, ...]) -> DirStamp:
+        """The inode and mtime of a directory: its mtime changes whenever an entry is added, removed
+        or renamed in it (not when a file in it is edited in place)."""
+        display = "/".join(parts) or "workspace root"
+        dfd = self._open_dir(parts, _DIR_PATH, display)
+        try:
+            st = os.fstat(dfd)
+            return DirStamp(st.st_ino, st.st_mtime_ns)
+        finally:
+            os.close(dfd)
 
     def stat_note(self, path: str) -> NoteEntry:
         parts = split_relative(path)
@@ -779,6 +850,34 @@ class WorkspaceRoot:
             raise IdentityMismatch(f"{display}: changed since it was read; re-read it and retry")
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=pfd)
+
+    def move_note(self, path: str, new_path: str, *, expected: FileIdentity) -> FileIdentity:
+        """Rename a note inside the workspace without replacing anything; missing parents of
+        ``new_path`` are made. The note must still be ``expected`` before the move and the same inode
+        after it; otherwise it is moved back and IdentityMismatch raised."""
+        parts, new_parts = split_relative(path), split_relative(new_path)
+        spfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        try:
+            st = self._lstat_leaf(spfd, parts[-1], path)
+            if FileIdentity.of(st) != expected:
+                raise IdentityMismatch(f"{path}: changed since it was read; nothing was moved")
+            dpfd = self._open_dir(new_parts[:-1], _DIR_PATH, new_path, create=True)
+            try:
+                self._move(spfd, parts[-1], dpfd, new_parts[-1], path, new_path)
+                try:
+                    moved = os.stat(new_parts[-1], dir_fd=dpfd, follow_symlinks=False)
+                except OSError:
+                    moved = None
+                if moved is None or (moved.st_dev, moved.st_ino) != (expected.dev, expected.ino):
+                    with contextlib.suppress(OSError):
+                        _rename_noreplace(dpfd, new_parts[-1], spfd, parts[-1])
+                    raise IdentityMismatch(f"{path}: changed during the move; it was moved back")
+                _fsync_dir(dpfd)
+                return FileIdentity.of(moved)
+            finally:
+                os.close(dpfd)
+        finally:
+            os.close(spfd)
 
     # Trash
 

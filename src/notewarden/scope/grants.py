@@ -102,6 +102,10 @@ class Grants:
     def config(self) -> Config:
         return self._config
 
+    def current_config(self) -> Config:
+        """The live configuration, re-read first if the file changed (Rule 3)."""
+        return self._current()
+
     def authorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
         """Parse, authorize and contain `workspace_uri` for `principal`, or raise saying why not."""
         try:

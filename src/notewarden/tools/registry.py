@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from jsonschema import Draft202012Validator
@@ -35,6 +35,7 @@ from notewarden.scope.grants import AuthorizationError, ScopeError
 
 __all__ = [
     "ERROR_CODES",
+    "LiveElicitation",
     "MissingCapability",
     "ToolCall",
     "ToolDef",
@@ -49,9 +50,10 @@ logger = logging.getLogger(__name__)
 class ToolFailure(Exception):
     """A business failure the caller can act on; `code` is a stable machine-readable label."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.details = details or {}
 
 
 class MissingCapability(Exception):
@@ -74,6 +76,22 @@ ERROR_CODES: Mapping[type[Exception], str] = {
 }
 
 
+class LiveElicitation(Protocol):
+    """A 2025-11-25 session's back channel: ask the user now, as a server→client request, and wait.
+
+    Only legacy (initialize-handshake) sessions have one; a 2026-07-28 request never does,
+    and its tools ask through `input_required` instead.
+    """
+
+    async def form(self, message: str, requested_schema: Mapping[str, Any]) -> types.ElicitResult: ...
+
+    async def url(self, message: str, url: str, elicitation_id: str) -> types.ElicitResult: ...
+
+    async def completed(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode step finished (`notifications/elicitation/complete`)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """Everything a handler may rely on: nothing here comes from earlier requests."""
@@ -85,6 +103,8 @@ class ToolCall:
     input_responses: Mapping[str, Any]
     request_state: str | None
     report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    live: LiveElicitation | None = None
+    """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
 
 
 ToolResult = types.CallToolResult | types.InputRequiredResult
@@ -108,10 +128,11 @@ class ToolDef:
         ]
 
 
-def tool_error(code: str, message: str) -> types.CallToolResult:
+def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
+    """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)],
-        structured_content={"error": {"code": code, "message": message}},
+        structured_content={"error": {**(details or {}), "code": code, "message": message}},
         is_error=True,
     )
 
@@ -156,7 +177,7 @@ class ToolRegistry:
                 data={"reason": "invalid_request_state"},
             ) from None
         except ToolFailure as exc:
-            return tool_error(exc.code, str(exc))
+            return tool_error(exc.code, str(exc), exc.details)
         except Exception as exc:
             code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
             if code is None:

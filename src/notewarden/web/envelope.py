@@ -1,4 +1,11 @@
-"""One precedence fix in front of the SDK's HTTP validation ladder.
+"""Two fixes around the SDK's HTTP validation ladder.
+
+`OmitUnreadableId`: when the request id could not be read (a parse error, a body that is not
+one request object), the SDK answers `"id": null` (JSON-RPC 2.0 §5). The MCP 2026-07-28 schema
+has no null RequestId: the id is omitted instead. This rewrites exactly those JSON error
+bodies; everything else, and every SSE stream, passes through untouched.
+
+`EnvelopeVersionGuard`, one precedence fix in front of the ladder:
 
 The spec (basic/index, `_meta`) makes a *missing or invalid* required envelope key a
 -32602 with HTTP 400. The SDK's ladder checks the `MCP-Protocol-Version` header against
@@ -16,7 +23,9 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["EnvelopeVersionGuard"]
+from notewarden.web.body import buffer_body
+
+__all__ = ["EnvelopeVersionGuard", "OmitUnreadableId"]
 
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
@@ -30,26 +39,58 @@ class EnvelopeVersionGuard:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[Message] = []
-        size = 0
-        more = True
-        while more and size <= self.max_body_bytes:
-            message = await receive()
-            chunks.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False)
-        if not more:
-            rejection = _non_string_version(b"".join(m.get("body", b"") for m in chunks))
+        buffered = await buffer_body(receive, self.max_body_bytes)
+        if buffered.complete:
+            rejection = _non_string_version(buffered.body)
             if rejection is not None:
                 await _send_json(send, 400, rejection)
                 return
+        await self.app(scope, buffered.replay(receive), send)
 
-        async def replay() -> Message:
-            return chunks.pop(0) if chunks else await receive()
 
-        await self.app(scope, replay, send)
+class OmitUnreadableId:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def rewriting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                ctype = dict(message.get("headers", [])).get(b"content-type", b"")
+                if message["status"] >= 400 and ctype.startswith(b"application/json"):
+                    held.append(message)
+                    return
+            elif held:
+                held.append(message)
+                if message.get("more_body", False):
+                    return
+                start, *chunks = held
+                held.clear()
+                body = _without_null_id(b"".join(m.get("body", b"") for m in chunks))
+                headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, rewriting)
+
+
+def _without_null_id(body: bytes) -> bytes:
+    if b'"id":null' not in body.replace(b" ", b""):
+        return body
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(decoded, dict) and "error" in decoded and decoded.get("id", 0) is None:
+        del decoded["id"]
+        return json.dumps(decoded, separators=(",", ":")).encode()
+    return body
 
 
 def _non_string_version(body: bytes) -> dict[str, Any] | None:

@@ -1,0 +1,208 @@
+"""Pending connections and stored credentials: the server's own record of a URL-mode step.
+
+Rules:
+1. A pending connection belongs to one principal and one target, and expires; its id
+   appears in the connect URL and is *not* a secret: holding it grants nothing, because
+   the page signs the browser user in and compares the principal.
+2. A connection completes at most once, in one transaction with storing the credential:
+   a second completion ("replayed completion") is refused and changes nothing.
+3. A credential is stored only sealed (`vault.credential_sealer`), keyed by
+   (principal, target); the plaintext exists only in memory while it is used.
+4. The MCP retry trusts only this record: an `accept` from the client means the user
+   agreed to open the URL, never that the step is done.
+
+SQLite in `<state_dir>/publish.sqlite3`, shared by every process using the state dir.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from notewarden.ledger.sqlite import apply_migrations
+from notewarden.publish.vault import Sealer, credential_binding, credential_sealer
+
+__all__ = ["Completion", "ConnectionStatus", "Connections", "PendingConnection"]
+
+MIGRATIONS: Sequence[str] = (
+    """
+    CREATE TABLE publish_connections (
+        connection_id TEXT PRIMARY KEY,
+        principal     TEXT NOT NULL,
+        target        TEXT NOT NULL,
+        created_at    REAL NOT NULL,
+        expires_at    REAL NOT NULL,
+        status        TEXT NOT NULL,
+        completed_at  REAL
+    ) WITHOUT ROWID;
+    CREATE INDEX publish_connections_by_expiry ON publish_connections (expires_at);
+    CREATE TABLE publish_credentials (
+        principal     TEXT NOT NULL,
+        target        TEXT NOT NULL,
+        sealed        BLOB NOT NULL,
+        connection_id TEXT NOT NULL,
+        stored_at     REAL NOT NULL,
+        PRIMARY KEY (principal, target)
+    ) WITHOUT ROWID;
+    """,
+)
+_KEEP_FINISHED_SECONDS = 86400.0
+
+
+class ConnectionStatus(enum.Enum):
+    PENDING = "pending"
+    DONE = "done"
+    ABANDONED = "abandoned"
+
+
+class Completion(enum.Enum):
+    COMPLETED = "completed"
+    ALREADY_DONE = "already_done"
+    EXPIRED = "expired"
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingConnection:
+    connection_id: str
+    principal: str
+    target: str
+    created_at: float
+    expires_at: float
+    status: ConnectionStatus
+
+    def expired(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) >= self.expires_at
+
+
+class Connections:
+    def __init__(self, path: Path, keys: Sequence[bytes]) -> None:
+        self.path = path
+        self._sealer: Sealer = credential_sealer(keys)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[sqlite3.Connection] = []
+        apply_migrations(self._db(), "publish", MIGRATIONS)
+
+    def _db(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA busy_timeout = 10000")
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._db()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def start(self, principal: str, target: str, ttl: float) -> PendingConnection:
+        now = time.time()
+        pending = PendingConnection(
+            secrets.token_urlsafe(18), principal, target, now, now + ttl, ConnectionStatus.PENDING
+        )
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM publish_connections WHERE expires_at < ?", (now - _KEEP_FINISHED_SECONDS,)
+            )
+            conn.execute(
+                "INSERT INTO publish_connections (connection_id, principal, target, created_at, expires_at, status) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (pending.connection_id, principal, target, now, pending.expires_at, pending.status.value),
+            )
+        return pending
+
+    def get(self, connection_id: str) -> PendingConnection | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT connection_id, principal, target, created_at, expires_at, status "
+                "FROM publish_connections WHERE connection_id = ?",
+                (connection_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return PendingConnection(row[0], row[1], row[2], row[3], row[4], ConnectionStatus(row[5]))
+
+    def complete(self, connection_id: str, principal: str, credential: str) -> Completion:
+        """Store the credential and mark the connection done, once (rule 2)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT principal, target, expires_at, status FROM publish_connections WHERE connection_id = ?",
+                (connection_id,),
+            ).fetchone()
+            if row is None or row[0] != principal:
+                return Completion.NOT_FOUND
+            target, expires_at, status = row[1], row[2], ConnectionStatus(row[3])
+            if status is ConnectionStatus.DONE:
+                return Completion.ALREADY_DONE
+            if status is ConnectionStatus.ABANDONED or time.time() >= expires_at:
+                return Completion.EXPIRED
+            sealed = self._sealer.seal(credential.encode(), credential_binding(principal, target))
+            conn.execute(
+                "INSERT INTO publish_credentials (principal, target, sealed, connection_id, stored_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (principal, target) DO UPDATE SET "
+                "sealed = excluded.sealed, connection_id = excluded.connection_id, stored_at = excluded.stored_at",
+                (principal, target, sealed, connection_id, time.time()),
+            )
+            conn.execute(
+                "UPDATE publish_connections SET status = ?, completed_at = ? WHERE connection_id = ?",
+                (ConnectionStatus.DONE.value, time.time(), connection_id),
+            )
+        return Completion.COMPLETED
+
+    def abandon(self, connection_id: str, principal: str) -> None:
+        """The user declined: the link stops working even if opened later."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE publish_connections SET status = ? WHERE connection_id = ? AND principal = ? "
+                "AND status = ?",
+                (ConnectionStatus.ABANDONED.value, connection_id, principal, ConnectionStatus.PENDING.value),
+            )
+
+    def credential(self, principal: str, target: str) -> str | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT sealed FROM publish_credentials WHERE principal = ? AND target = ?",
+                (principal, target),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        plain = self._sealer.open(bytes(row[0]), credential_binding(principal, target))
+        return None if plain is None else plain.decode()
+
+    def forget(self, principal: str, target: str) -> None:
+        """The target refused the credential: the next publish asks for a new one."""
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM publish_credentials WHERE principal = ? AND target = ?", (principal, target)
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()

@@ -1,0 +1,30 @@
+"""Every tool notewarden ships, in one list (`app.default_tools`)."""
+
+from __future__ import annotations
+
+from notewarden.services import Services
+from notewarden.tools.notes_delete import notes_delete
+from notewarden.tools.notes_edit import notes_create, notes_move, notes_read, notes_update
+from notewarden.tools.notes_list import notes_list
+from notewarden.tools.notes_publish import notes_publish
+from notewarden.tools.notes_search import notes_search
+from notewarden.tools.notes_trash import notes_restore, notes_trash_empty, notes_trash_list
+from notewarden.tools.registry import ToolDef
+
+__all__ = ["note_tools"]
+
+
+def note_tools(services: Services) -> list[ToolDef]:
+    return [
+        notes_list(services),
+        notes_search(services),
+        notes_read(services),
+        notes_create(services),
+        notes_update(services),
+        notes_move(services),
+        notes_delete(services),
+        notes_restore(services),
+        notes_trash_list(services),
+        notes_trash_empty(services),
+        notes_publish(services),
+    ]

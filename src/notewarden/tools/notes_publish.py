@@ -1,0 +1,466 @@
+"""`notes_publish`: send one note to a publish target named in config.
+
+The first publish of a principal to a target needs the target's credential, and that
+credential must never pass through the MCP client or the model. So the tool asks with a
+URL-mode elicitation: the user opens notewarden's own connect page, signs in as the same
+principal, and types the credential there (`web.connect`). The handler reads as:
+
+    1 authorize   the principal may use workspaceUri; the target is configured
+    2 find        read the note inside the authorized scope
+    3 credential  already stored for (principal, target)? publish now, one round
+    4 ask         input_required: URL elicitation to /connect/<id>, sealed state
+    5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase/target
+    6 judge       the answer *and the server's own record* -> `CONNECT_OUTCOMES`
+    7 commit      one critical section: claim the confirmation, send the note
+
+`accept` only means the user agreed to open the URL: the record decides. Still pending
+-> asked again (same link); done -> published; expired or abandoned -> an error that
+says to start again. On a 2025-11-25 session (`call.live`) step 4 is a live
+`elicitation/create` (with `elicitationId`), the server waits for its record to say done,
+sends `notifications/elicitation/complete`, then runs the same judge and commit.
+
+The send happens inside the ledger's critical section: a failed send rolls the claim back,
+so the same accepted state can be retried; a crash after the send and before COMMIT is
+covered by the `Idempotency-Key` (the confirmation id) the target receives. A stored
+credential makes later publishes one round with no elicitation at all.
+
+| answer          | record    | verdict   | consumes | effect                                  |
+|-----------------|-----------|-----------|----------|-----------------------------------------|
+| none            | any       | MISSING   | no       | asked again (same link)                 |
+| accept          | pending   | WAITING   | no       | asked again (same link)                 |
+| accept          | done      | CONNECTED | yes      | note sent to the target                 |
+| accept          | expired   | EXPIRED   | no       | tool error `connection_expired`         |
+| decline         | any       | DECLINED  | yes      | link abandoned, nothing sent            |
+| cancel          | any       | CANCELLED | no       | nothing sent, retriable until expiry    |
+| anything else   | any       | INVALID   | no       | tool error `invalid_answer`             |
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+
+from notewarden.confirm.forms import Outcome
+from notewarden.confirm.state import InvalidState, new_confirmation_id
+from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
+from notewarden.notes.model import extract_title
+from notewarden.publish.config import PublishTarget
+from notewarden.publish.connections import Connections, ConnectionStatus, PendingConnection
+from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
+from notewarden.scope.fsroot import split_relative
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.services import Services
+from notewarden.tools.registry import (
+    MissingCapability,
+    ToolCall,
+    ToolDef,
+    ToolFailure,
+    ToolResult,
+    tool_error,
+)
+
+__all__ = [
+    "CONNECT_INPUT_KEY",
+    "CONNECT_OUTCOMES",
+    "PHASE",
+    "ConnectVerdict",
+    "judge_connect",
+    "notes_publish",
+]
+
+PHASE = "notes_publish/connect"
+CONNECT_INPUT_KEY = "publish_connect"
+MAX_NOTE_BYTES = 1024 * 1024
+LEGACY_POLL_SECONDS = 0.5
+_URL_CAPABILITY: dict[str, Any] = {"elicitation": {"url": {}}}
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "workspaceUri": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4096,
+            "description": "file: URI of a workspace granted to you (or a folder inside it).",
+        },
+        "noteId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1024,
+            "description": "The note's id: its path inside the workspace, as notes_list shows it.",
+        },
+        "target": {
+            "type": "string",
+            "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+            "description": "The id of a publish target configured on the server.",
+        },
+    },
+    "required": ["workspaceUri", "noteId", "target"],
+    "additionalProperties": False,
+}
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "outcome": {"enum": ["published", "declined", "cancelled"]},
+        "target": {"type": "string"},
+        "noteId": {"type": "string"},
+        "status": {"type": "integer", "description": "The target's HTTP status, when published."},
+        "retriableUntil": {"type": "string", "description": "For cancelled: when the link expires."},
+    },
+    "required": ["outcome", "target", "noteId"],
+}
+
+
+class ConnectVerdict(enum.Enum):
+    MISSING = "missing"
+    WAITING = "waiting"
+    CONNECTED = "connected"
+    EXPIRED = "expired"
+    DECLINED = "declined"
+    CANCELLED = "cancelled"
+    INVALID = "invalid"
+
+
+CONNECT_OUTCOMES: Mapping[ConnectVerdict, Outcome] = {
+    ConnectVerdict.MISSING: Outcome(consumes=False, mutates=False, is_error=False, label="asked_again"),
+    ConnectVerdict.WAITING: Outcome(consumes=False, mutates=False, is_error=False, label="asked_again"),
+    ConnectVerdict.CONNECTED: Outcome(consumes=True, mutates=True, is_error=False, label="published"),
+    ConnectVerdict.EXPIRED: Outcome(consumes=False, mutates=False, is_error=True, label="connection_expired"),
+    ConnectVerdict.DECLINED: Outcome(consumes=True, mutates=False, is_error=False, label="declined"),
+    ConnectVerdict.CANCELLED: Outcome(consumes=False, mutates=False, is_error=False, label="cancelled"),
+    ConnectVerdict.INVALID: Outcome(consumes=False, mutates=False, is_error=True, label="invalid_answer"),
+}
+
+
+def judge_connect(answer: Any, pending: PendingConnection | None) -> ConnectVerdict:
+    """Classify the URL-mode answer against the server's record of the connection."""
+    if answer is None:
+        return ConnectVerdict.MISSING
+    action = answer.get("action") if isinstance(answer, Mapping) else getattr(answer, "action", None)
+    if action == "decline":
+        return ConnectVerdict.DECLINED
+    if action == "cancel":
+        return ConnectVerdict.CANCELLED
+    if action != "accept":
+        return ConnectVerdict.INVALID
+    if pending is None or pending.status is ConnectionStatus.ABANDONED:
+        return ConnectVerdict.EXPIRED
+    if pending.status is ConnectionStatus.DONE:
+        return ConnectVerdict.CONNECTED
+    return ConnectVerdict.EXPIRED if pending.expired() else ConnectVerdict.WAITING
+
+
+@dataclass(frozen=True, slots=True)
+class PublishState:
+    """The plaintext of the sealed `requestState` (the SDK seals and binds it)."""
+
+    principal: str
+    workspace: str
+    note_id: str
+    target: str
+    connection_id: str
+    confirmation_id: str
+    issued_at: float
+
+    def encode(self) -> str:
+        return json.dumps({"v": 1, "phase": PHASE, **{k: getattr(self, k) for k in self.__slots__}})
+
+    @classmethod
+    def decode(cls, text: object) -> PublishState:
+        try:
+            raw = json.loads(text) if isinstance(text, str) else None
+            if not isinstance(raw, dict) or raw.get("v") != 1 or raw.get("phase") != PHASE:
+                raise InvalidState("state is not a notes_publish connect state")
+            state = cls(**{k: raw[k] for k in cls.__slots__})
+        except (ValueError, KeyError, TypeError):
+            raise InvalidState("malformed notes_publish state") from None
+        if not all(isinstance(getattr(state, k), str) for k in cls.__slots__[:-1]) or not isinstance(
+            state.issued_at, int | float
+        ):
+            raise InvalidState("malformed notes_publish state")
+        return state
+
+
+@dataclass(frozen=True, slots=True)
+class NoteToSend:
+    note_id: str
+    title: str
+    markdown: str
+
+
+class PublishTool:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @property
+    def connections(self) -> Connections:
+        if self.services.connections is None:
+            raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
+        return self.services.connections
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])  # 1
+        target = self.target(call.arguments["target"])
+        note = await anyio.to_thread.run_sync(read_note, scope, call.arguments["noteId"])  # 2 find
+        credential = self.connections.credential(call.principal, target.id)  # 3 credential
+        if call.request_state is None and credential is not None:
+            return await anyio.to_thread.run_sync(partial(self.publish_now, call, target, note, credential))
+        require_url_elicitation(call.capabilities)
+        if call.live is not None:
+            return await self.ask_live(call, scope, target, note)
+        if call.request_state is None:
+            state = self.start(call, scope, target, note)
+            return self.ask(target, note, state)  # 4 ask
+        state = self.verify(call, scope, target)  # 5 verify
+        record = self.connections.get(state.connection_id)
+        verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
+        if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
+            return self.ask(target, note, state)
+        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict))  # 7 commit
+
+    def start(
+        self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
+    ) -> PublishState:
+        """A new pending connection in the server's record, and the state that names it."""
+        pending = self.connections.start(call.principal, target.id, self.ttl)
+        return PublishState(
+            principal=call.principal,
+            workspace=str(scope.workspace),
+            note_id=note.note_id,
+            target=target.id,
+            connection_id=pending.connection_id,
+            confirmation_id=new_confirmation_id(),
+            issued_at=time.time(),
+        )
+
+    @property
+    def ttl(self) -> float:
+        return min(
+            self.services.config.publish.connect_ttl_seconds, self.services.config.confirmation_ttl_seconds
+        )
+
+    def target(self, target_id: str) -> PublishTarget:
+        targets = self.services.grants.config.publish.targets
+        if target_id not in targets:
+            listing = ", ".join(sorted(targets)) or "none is configured"
+            raise ToolFailure("unknown_target", f"no publish target {target_id!r}; targets: {listing}")
+        return targets[target_id]
+
+    def connect_url(self, connection_id: str) -> str:
+        http = self.services.config.http
+        return f"{self.services.config.publish.page_base(http.host, http.port)}/connect/{connection_id}"
+
+    def connect_message(self, target: PublishTarget, note: NoteToSend) -> str:
+        return (
+            f"To publish “{note.title}” to {target.title}, notewarden needs your {target.title} credential once. "
+            "Open this page on notewarden, sign in as yourself, and enter it there: it goes straight to "
+            "notewarden, is stored encrypted, and never passes through this app."
+        )
+
+    def ask(self, target: PublishTarget, note: NoteToSend, state: PublishState) -> types.InputRequiredResult:
+        request = {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": self.connect_message(target, note),
+                "url": self.connect_url(state.connection_id),
+            },
+        }
+        return types.InputRequiredResult(
+            input_requests={CONNECT_INPUT_KEY: types.ElicitRequest.model_validate(request)},
+            request_state=state.encode(),
+        )
+
+    async def ask_live(
+        self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
+    ) -> types.CallToolResult:
+        """Legacy session: ask live with an elicitationId, wait for the record, then judge and commit."""
+        assert call.live is not None
+        state = self.start(call, scope, target, note)
+        answer = await call.live.url(
+            self.connect_message(target, note), self.connect_url(state.connection_id), state.connection_id
+        )
+        record = self.connections.get(state.connection_id)
+        if answer.action == "accept" and record is not None:
+            record = await self.wait_for_record(record)
+            if record is not None and record.status is ConnectionStatus.DONE:
+                await call.live.completed(record.connection_id)
+        verdict = judge_connect(answer, record)
+        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict, retriable=False))
+
+    async def wait_for_record(self, pending: PendingConnection) -> PendingConnection | None:
+        current: PendingConnection | None = pending
+        while current is not None and current.status is ConnectionStatus.PENDING and not current.expired():
+            await anyio.sleep(LEGACY_POLL_SECONDS)
+            current = self.connections.get(pending.connection_id)
+        return current
+
+    def verify(self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget) -> PublishState:
+        state = PublishState.decode(call.request_state)
+        if (
+            state.principal != call.principal
+            or state.workspace != str(scope.workspace)
+            or state.target != target.id
+        ):
+            raise InvalidState("state was minted for another principal, workspace or target")
+        return state
+
+    def commit(
+        self, call: ToolCall, state: PublishState, verdict: ConnectVerdict, *, retriable: bool = True
+    ) -> types.CallToolResult:
+        outcome = CONNECT_OUTCOMES[verdict]
+        if not outcome.consumes:
+            prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
+            if prior is not None:
+                raise already_used(prior)
+        if verdict is ConnectVerdict.INVALID:
+            return tool_error("invalid_answer", "nothing was published: answer accept, decline or cancel")
+        if verdict is ConnectVerdict.EXPIRED:
+            return tool_error(
+                "connection_expired",
+                "nothing was published: the connect link expired or was abandoned before it was completed. "
+                "Call notes_publish again for a new link.",
+            )
+        structured: dict[str, Any] = {"target": state.target, "noteId": state.note_id}
+        if verdict is ConnectVerdict.CANCELLED:
+            text = "Cancelled: nothing was published."
+            if retriable:
+                until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(state.issued_at + self.ttl))
+                structured["retriableUntil"] = until
+                text += f" The same link can be completed and answered again until {until}."
+            return result({**structured, "outcome": "cancelled"}, text)
+        target = self.target(state.target)
+        claim = Claim(
+            confirmation_id=state.confirmation_id,
+            principal=call.principal,
+            tool=call.name,
+            outcome=outcome.label,
+            expires_at=state.issued_at + self.services.config.confirmation_ttl_seconds + EXPIRY_SKEW_SECONDS,
+        )
+        with self.services.ledger.critical_section() as txn:
+            if not txn.claim_confirmation(claim):
+                raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+            if verdict is ConnectVerdict.DECLINED:
+                self.connections.abandon(state.connection_id, call.principal)
+                return result({**structured, "outcome": "declined"}, "Declined: nothing was published.")
+            scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+            note = read_note(scope, state.note_id)
+            credential = self.connections.credential(call.principal, target.id)
+            if credential is None:
+                raise ToolFailure(
+                    "credential_missing",
+                    f"nothing was published: no {target.title} credential is stored any more. "
+                    "Call notes_publish again to connect anew.",
+                )
+            delivery = self.deliver(call, target, note, credential, idempotency_key=state.confirmation_id)
+        return published(target, note, delivery)
+
+    def publish_now(
+        self, call: ToolCall, target: PublishTarget, note: NoteToSend, credential: str
+    ) -> types.CallToolResult:
+        return published(target, note, self.deliver(call, target, note, credential, idempotency_key=None))
+
+    def deliver(
+        self,
+        call: ToolCall,
+        target: PublishTarget,
+        note: NoteToSend,
+        credential: str,
+        *,
+        idempotency_key: str | None,
+    ) -> Delivery:
+        try:
+            return send_note(
+                target,
+                credential,
+                note_id=note.note_id,
+                title=note.title,
+                markdown=note.markdown,
+                idempotency_key=idempotency_key,
+            )
+        except CredentialRejected as exc:
+            self.connections.forget(call.principal, target.id)
+            raise ToolFailure(
+                "credential_rejected",
+                f"nothing was published: {exc}. The credential was forgotten; call notes_publish again "
+                "to connect with a new one.",
+            ) from None
+        except DeliveryFailed as exc:
+            raise ToolFailure("publish_failed", f"nothing was published: {exc}. Try again later.") from None
+
+
+def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> types.CallToolResult:
+    return result(
+        {"outcome": "published", "target": target.id, "noteId": note.note_id, "status": delivery.status},
+        f"Published “{note.title}” ({note.note_id}) to {target.title}.",
+    )
+
+
+def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def already_used(prior: str | None) -> ToolFailure:
+    return ToolFailure(
+        "confirmation_already_used",
+        f"this publish step was already answered ({prior or 'consumed'}); call notes_publish again to start anew",
+    )
+
+
+def read_note(scope: WorkspaceScope, note_id: str) -> NoteToSend:
+    """The note's text, read through the workspace handle; only ids inside the scope."""
+    split_relative(note_id)  # refuses absolute paths, '..', empty parts with a clear message
+    if not scope.contains(note_id):
+        raise ToolFailure("note_missing", f"note {note_id!r} is not inside {scope.uri}")
+    data, _ = scope.root.read_note(note_id, max_bytes=MAX_NOTE_BYTES)
+    return NoteToSend(
+        note_id=note_id, title=extract_title(data, note_id), markdown=data.decode("utf-8", "replace")
+    )
+
+
+def require_url_elicitation(capabilities: types.ClientCapabilities | None) -> None:
+    """URL mode only when this request (or, on a legacy session, its initialize) declares it."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is not None and elicitation.url is not None:
+        return
+    raise MissingCapability(
+        "notes_publish needs URL-mode elicitation to let the user enter the target's credential on "
+        "notewarden's own page; declare elicitation.url in this request's clientCapabilities",
+        _URL_CAPABILITY,
+    )
+
+
+def notes_publish(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=types.Tool(
+            name="notes_publish",
+            title="Publish a note",
+            description=(
+                "Send one note to a publish target configured on the server (for example a team blog). "
+                "The first time, the user connects the target on notewarden's own web page (URL "
+                "elicitation): the credential never passes through the client."
+            ),
+            input_schema=INPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(
+                title="Publish a note",
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=True,
+            ),
+        ),
+        handler=PublishTool(services),
+    )

@@ -1,0 +1,161 @@
+"""Notes as resources: every note is the `file:` URI of its file inside its workspace.
+
+* `resources/read` takes the URI through exactly the path of a tool's `workspaceUri`: the strict
+  parser (`scope.uri`), the caller's grants (`scope.grants`), then the workspace's directory
+  handle (`scope.fsroot`). The URI grants nothing; a URI outside every grant, malformed, naming a
+  folder or a missing note is `-32602` (2026-07-28 has no "resource not found" code) with
+  `data.uri`, and the message names only the caller's own grants.
+* `resources/list` pages through the notes of every workspace granted to the caller, by
+  workspace URI then note id; the cursor is the last (workspace, id) shown, so pages never repeat
+  a note while notes come and go. `resources/templates/list` gives one template per workspace.
+* Every answer depends on who asks, so every cache hint is `private`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from notewarden.notes.model import Note
+from notewarden.scope.fsroot import FsError
+from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
+from notewarden.services import Services
+from notewarden.tools.results import note_uri, progress_sink
+
+__all__ = ["LIST_TTL_MS", "PAGE_SIZE", "NoteResources"]
+
+PAGE_SIZE = 100
+LIST_TTL_MS = 10_000
+READ_TTL_MS = 5_000
+TEMPLATES_TTL_MS = 60_000
+MARKDOWN = "text/markdown"
+
+Ctx = ServerRequestContext[Any, Any]
+
+
+def _invalid(uri: str, message: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri})
+
+
+class NoteResources:
+    def __init__(self, services: Services, resolve_principal: Callable[[Ctx], str]) -> None:
+        self.services = services
+        self.resolve_principal = resolve_principal
+
+    def _granted(self, principal: str) -> list[str]:
+        return sorted(str(w) for w in self.services.grants.granted_workspaces(principal))
+
+    def _resource(self, scope: WorkspaceScope, note: Note) -> types.Resource:
+        return types.Resource(
+            uri=note_uri(scope, note.id), name=note.id, title=note.title, mime_type=MARKDOWN, size=note.size
+        )
+
+    async def list_resources(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        principal = self.resolve_principal(ctx)
+        cursor = params.cursor if params is not None else None
+        start_ws, after = _decode_cursor(cursor) if cursor else ("", None)
+        report = progress_sink(ctx.session.report_progress)
+        found: list[tuple[WorkspaceScope, Note]] = []
+        for workspace in self._granted(principal):
+            if workspace < start_ws:
+                continue
+            scope = self.services.grants.authorize_workspace(principal, workspace)
+            notes = await anyio.to_thread.run_sync(
+                functools.partial(
+                    self.services.store.list_page,
+                    scope,
+                    after=after if workspace == start_ws else None,
+                    limit=PAGE_SIZE + 1 - len(found),
+                    progress=report,
+                )
+            )
+            found += [(scope, n) for n in notes]
+            if len(found) > PAGE_SIZE:
+                break
+        page = found[:PAGE_SIZE]
+        next_cursor = None
+        if len(found) > PAGE_SIZE:
+            last_scope, last = page[-1]
+            next_cursor = _encode_cursor(str(last_scope.workspace), last.id)
+        return types.ListResourcesResult(
+            resources=[self._resource(s, n) for s, n in page],
+            next_cursor=next_cursor,
+            ttl_ms=LIST_TTL_MS,
+            cache_scope="private",
+        )
+
+    async def list_templates(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        principal = self.resolve_principal(ctx)
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=workspace + "/{+noteId}",
+                    name=f"note in {workspace}",
+                    title="A note",
+                    description="A markdown note of this workspace; noteId is its path inside the workspace, "
+                    "as notes_list and notes_search return it.",
+                    mime_type=MARKDOWN,
+                )
+                for workspace in self._granted(principal)
+            ],
+            ttl_ms=TEMPLATES_TTL_MS,
+            cache_scope="private",
+        )
+
+    async def read_resource(
+        self, ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            scope = self.services.grants.authorize_workspace(self.resolve_principal(ctx), uri)
+        except (ScopeError, AuthorizationError) as exc:
+            raise _invalid(uri, str(exc).replace("workspaceUri", "the resource URI")) from None
+        if not scope.subtree:
+            raise _invalid(uri, f"{uri} names a workspace, not a note; resources/list shows its notes")
+        note_id = "/".join(scope.subtree)
+        scope = dataclasses.replace(scope, subtree=())  # the URI's path below the workspace is the note
+        try:
+            content = await anyio.to_thread.run_sync(self.services.store.read_note, scope, note_id)
+        except FsError as exc:
+            raise _invalid(uri, f"Resource not found: {exc}") from None
+        shown = note_uri(scope, note_id)
+        contents: types.TextResourceContents | types.BlobResourceContents
+        try:
+            contents = types.TextResourceContents(
+                uri=shown, mime_type=MARKDOWN, text=content.data.decode("utf-8")
+            )
+        except UnicodeDecodeError:
+            blob = base64.b64encode(content.data).decode()
+            contents = types.BlobResourceContents(uri=shown, mime_type="application/octet-stream", blob=blob)
+        return types.ReadResourceResult(contents=[contents], ttl_ms=READ_TTL_MS, cache_scope="private")
+
+
+def _encode_cursor(workspace: str, note_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([workspace, note_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        workspace, note_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(workspace, str) and isinstance(note_id, str):
+            return workspace, note_id
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise MCPError(
+        code=INVALID_PARAMS, message="Invalid cursor: pass a nextCursor of resources/list unchanged"
+    )

@@ -1,0 +1,136 @@
+"""The gate in front of /mcp: authenticated, a known principal, and the scopes this request needs.
+
+It replaces the SDK's `RequireAuthMiddleware`, whose challenge always says
+`error="invalid_token"` and names no scope. Answers (RFC 6750 §3, MCP authorization):
+
+| situation                                   | status | WWW-Authenticate                                                  |
+|---------------------------------------------|--------|-------------------------------------------------------------------|
+| no credentials                              | 401    | `Bearer resource_metadata="…", scope="…"` (no error attribute)    |
+| credentials that do not verify              | 401    | `Bearer error="invalid_token", …, resource_metadata="…", scope="…"` |
+| valid token, `sub` mapped to no principal   | 403    | none; JSON body `{"error": "access_denied", …}`                  |
+| valid token lacking the scope this needs    | 403    | `Bearer error="insufficient_scope", scope="…", resource_metadata="…"` |
+
+The scope a request needs comes from its body (`tools/call` of a tool: `web.oauth.scope_for_tool`;
+anything else: `notes:read`); a body over the size cap is passed on to the SDK, which answers 413.
+`resource_metadata` is present only when `[oauth]` is configured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from notewarden.web.body import buffer_body
+from notewarden.web.oauth import READ, covering_scopes, satisfies
+
+__all__ = ["RequireScopes"]
+
+
+class RequireScopes:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        tool_scopes: Mapping[str, str],
+        resource_metadata: str | None,
+        max_body_bytes: int,
+    ) -> None:
+        self.app = app
+        self.tool_scopes = dict(tool_scopes)
+        self.resource_metadata = resource_metadata
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        required = {READ}
+        if scope["method"] == "POST":
+            buffered = await buffer_body(receive, self.max_body_bytes)
+            if buffered.complete:
+                required |= self.scopes_for(buffered.body)
+            receive = buffered.replay(receive)
+        user = scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            sent = any(name == b"authorization" for name, _ in scope["headers"])
+            await self.challenge(
+                send,
+                401,
+                required,
+                error="invalid_token" if sent else None,
+                description="the access token is not valid here (signature, issuer, audience or time)"
+                if sent
+                else "this endpoint needs an OAuth bearer token",
+            )
+            return
+        token = user.access_token
+        if token.subject is None:
+            await _send_json(
+                send,
+                403,
+                {
+                    "error": "access_denied",
+                    "error_description": "the token is valid but its subject is not a principal of this "
+                    "server; the operator maps subjects with oauth_subjects under [[principal]]",
+                },
+            )
+            return
+        if not satisfies(token.scopes, required):
+            await self.challenge(
+                send,
+                403,
+                required,
+                error="insufficient_scope",
+                description=f"this request needs the scope {' '.join(covering_scopes(required))}",
+            )
+            return
+        await self.app(scope, receive, send)
+
+    def scopes_for(self, body: bytes) -> set[str]:
+        """Scopes the JSON-RPC message(s) in `body` need; unreadable bodies need only the base scope."""
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return set()
+        needed: set[str] = set()
+        for message in decoded if isinstance(decoded, list) else [decoded]:
+            if not isinstance(message, dict) or message.get("method") != "tools/call":
+                continue
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if isinstance(name, str) and name in self.tool_scopes:
+                needed.add(self.tool_scopes[name])
+        return needed
+
+    async def challenge(
+        self, send: Send, status: int, required: set[str], *, error: str | None, description: str
+    ) -> None:
+        scopes = " ".join(covering_scopes(required))
+        parts = [f'error="{error}"', f'error_description="{description}"'] if error else []
+        if self.resource_metadata:
+            parts.append(f'resource_metadata="{self.resource_metadata}"')
+        parts.append(f'scope="{scopes}"')
+        body = {"error": error or "unauthorized", "error_description": description}
+        await _send_json(send, status, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())])
+
+
+async def _send_json(
+    send: Send, status: int, payload: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

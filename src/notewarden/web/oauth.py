@@ -1,0 +1,274 @@
+"""Who is calling over HTTP, and what the credential allows: OAuth 2.1 resource server + dev tokens.
+
+Rule 1: a credential is a bearer token in the Authorization header, nothing else. Two kinds:
+static development tokens (their SHA-256 listed under a `[[principal]]`, every scope) and, with an
+`[oauth]` table, JWT access tokens from one authorization server.
+
+Rule 2: a JWT is accepted only when all of these hold (PyJWT does the checking):
+
+| check                         | source                                                         |
+|-------------------------------|----------------------------------------------------------------|
+| `alg` in `[oauth] algorithms` | asymmetric only (no `none`, no HMAC); must equal the key's alg |
+| signature                     | the key whose `kid` matches, from `jwks_file` or `jwks_url`    |
+| `iss`                         | equals `[oauth] issuer`                                        |
+| `aud`                         | names `[oauth] resource` (RFC 8707: issued for this server)    |
+| `exp`, `nbf`                  | with `leeway_seconds` of clock skew                            |
+| `sub`                         | required; mapped to a principal by `oauth_subjects`            |
+
+An unknown `kid` refreshes the key set at most once per cooldown (URL) or when the file changed.
+
+Rule 3: scopes (`scope` as a space-separated string, or `scp` as a list) decide what a request
+may do, by tool kind: read-only tools need `notes:read`, destructive tools `notes:delete`, other
+tools `notes:write`; every MCP request needs at least `notes:read`. The hierarchy: `notes:write`
+and `notes:delete` each include `notes:read`, and nothing else includes anything.
+
+Rule 4: rejection reasons are logged (never the token) and the client sees the RFC 6750 challenge
+of `web.authz`; the token never leaves this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio.to_thread
+import jwt
+import mcp_types as types
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.routing import Route
+
+from notewarden.config import Config, OAuthSettings
+from notewarden.tools.limits import is_destructive
+
+__all__ = [
+    "ALL_SCOPES",
+    "DELETE",
+    "READ",
+    "WRITE",
+    "BearerVerifier",
+    "InvalidToken",
+    "JwtVerifier",
+    "covering_scopes",
+    "protected_resource_routes",
+    "resource_metadata_url",
+    "satisfies",
+    "scope_for_tool",
+]
+
+logger = logging.getLogger(__name__)
+
+READ: Final = "notes:read"
+WRITE: Final = "notes:write"
+DELETE: Final = "notes:delete"
+ALL_SCOPES: Final = (READ, WRITE, DELETE)
+IMPLIES: Final[dict[str, frozenset[str]]] = {
+    READ: frozenset({READ}),
+    WRITE: frozenset({WRITE, READ}),
+    DELETE: frozenset({DELETE, READ}),
+}
+URL_KEYS_COOLDOWN_SECONDS: Final = 30.0
+
+
+def scope_for_tool(tool: types.Tool) -> str:
+    """Rule 3: the scope a call of `tool` needs. As in MCP, a tool not marked read-only is
+    destructive unless it says `destructiveHint: false`."""
+    if tool.annotations is not None and tool.annotations.read_only_hint:
+        return READ
+    return DELETE if is_destructive(tool) else WRITE
+
+
+def granted(scopes: Iterable[str]) -> frozenset[str]:
+    out: set[str] = set()
+    for scope in scopes:
+        out |= IMPLIES.get(scope, {scope})
+    return frozenset(out)
+
+
+def satisfies(scopes: Iterable[str], required: Iterable[str]) -> bool:
+    return set(required) <= granted(scopes)
+
+
+def covering_scopes(required: Iterable[str]) -> list[str]:
+    """The fewest scopes that include all of `required` (what a challenge asks for)."""
+    needed = set(required)
+    return sorted(s for s in needed if not any(s in IMPLIES.get(o, ()) for o in needed - {s}))
+
+
+class InvalidToken(Exception):
+    """The credential is not acceptable; the message is for the log, never for the client."""
+
+
+class _KeySet:
+    """Signing keys from a JWKS file (re-read when it changes) or URL (PyJWKClient, with cooldown)."""
+
+    def __init__(self, settings: OAuthSettings) -> None:
+        self._file = settings.jwks_file
+        self._client = (
+            jwt.PyJWKClient(
+                settings.jwks_url, lifespan=300, timeout=5, cooldown_duration=URL_KEYS_COOLDOWN_SECONDS
+            )
+            if settings.jwks_url
+            else None
+        )
+        self._file_keys: tuple[int | None, jwt.PyJWKSet | None] = (None, None)
+
+    @property
+    def remote(self) -> bool:
+        return self._client is not None
+
+    def key(self, kid: str | None) -> jwt.PyJWK:
+        if self._client is not None and kid is not None:
+            try:
+                return self._client.get_signing_key(kid)  # refreshes once per cooldown on an unknown kid
+            except jwt.PyJWKClientError as exc:
+                raise InvalidToken(f"no signing key: {exc}") from None
+        try:
+            keys = self._client.get_signing_keys() if self._client is not None else self._load_file().keys
+        except jwt.PyJWKClientError as exc:
+            raise InvalidToken(f"no signing key: {exc}") from None
+        if kid is None:
+            if len(keys) != 1:
+                raise InvalidToken("token has no kid and the key set has more than one key")
+            return keys[0]
+        for key in keys:
+            if key.key_id == kid:
+                return key
+        raise InvalidToken(f"no signing key with kid {kid!r}")
+
+    def _load_file(self) -> jwt.PyJWKSet:
+        assert self._file is not None
+        try:
+            mtime: int | None = os.stat(self._file).st_mtime_ns
+        except OSError as exc:
+            raise InvalidToken(f"JWKS file unreadable: {exc.strerror}") from None
+        cached_mtime, cached = self._file_keys
+        if cached is not None and cached_mtime == mtime:
+            return cached
+        try:
+            keys = jwt.PyJWKSet.from_json(Path(self._file).read_text(encoding="utf-8"))
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
+            raise InvalidToken(f"JWKS file unusable: {exc}") from None
+        self._file_keys = (mtime, keys)
+        return keys
+
+
+class JwtVerifier:
+    """Rule 2, for one authorization server."""
+
+    def __init__(self, settings: OAuthSettings) -> None:
+        self.settings = settings
+        self._keys = _KeySet(settings)
+
+    async def claims(self, token: str) -> dict[str, Any]:
+        if self._keys.remote:
+            return await anyio.to_thread.run_sync(self._claims, token)
+        return self._claims(token)
+
+    def _claims(self, token: str) -> dict[str, Any]:
+        s = self.settings
+        try:
+            header = jwt.get_unverified_header(token)
+            alg = header.get("alg")
+            if alg not in s.algorithms:
+                raise InvalidToken(f"alg {alg!r} is not one of {list(s.algorithms)}")
+            kid = header.get("kid")
+            if kid is not None and not isinstance(kid, str):
+                raise InvalidToken("kid is not a string")
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=self._keys.key(kid),
+                algorithms=[alg],
+                audience=s.resource,
+                issuer=s.issuer,
+                leeway=s.leeway_seconds,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWTError as exc:
+            raise InvalidToken(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            raise InvalidToken("sub is not a non-empty string")
+        return claims
+
+
+def token_scopes(claims: dict[str, Any]) -> list[str]:
+    scope, scp = claims.get("scope"), claims.get("scp")
+    if isinstance(scope, str):
+        return scope.split()
+    if isinstance(scp, list):
+        return [s for s in scp if isinstance(s, str)]
+    if isinstance(scp, str):
+        return scp.split()
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class BearerVerifier:
+    """The SDK's TokenVerifier: static dev tokens first, then JWTs (Rule 1).
+
+    `AccessToken.subject` is the notewarden principal, or None for a valid JWT whose `sub`
+    no `[[principal]] oauth_subjects` lists (web.authz answers that with 403).
+    """
+
+    config: Callable[[], Config]
+    jwt_verifier: JwtVerifier | None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        config = self.config()
+        principal = config.principal_for_token(token)
+        if principal is not None:
+            return AccessToken(token="", client_id=principal, subject=principal, scopes=list(ALL_SCOPES))
+        if self.jwt_verifier is None:
+            logger.info("bearer token rejected: not a configured token", extra={"event": "auth_rejected"})
+            return None
+        try:
+            claims = await self.jwt_verifier.claims(token)
+        except InvalidToken as exc:
+            logger.info("bearer token rejected: %s", exc, extra={"event": "auth_rejected"})
+            return None
+        subject = claims["sub"]
+        principal = config.principal_for_subject(subject)
+        if principal is None:
+            logger.warning(
+                "valid token for subject %r, which no [[principal]] oauth_subjects lists",
+                subject,
+                extra={"event": "auth_unmapped_subject"},
+            )
+        client = claims.get("client_id") or claims.get("azp") or subject
+        exp = claims["exp"]
+        return AccessToken(
+            token="",
+            client_id=str(client),
+            subject=principal,
+            scopes=token_scopes(claims),
+            # the SDK's backend compares expires_at with now; exp was already checked with leeway
+            expires_at=int(exp + self.jwt_verifier.settings.leeway_seconds),
+            resource=self.jwt_verifier.settings.resource,
+            claims={"iss": claims.get("iss"), "sub": subject},
+        )
+
+
+def resource_metadata_url(settings: OAuthSettings) -> str:
+    return str(build_resource_metadata_url(AnyHttpUrl(settings.resource)))
+
+
+def protected_resource_routes(settings: OAuthSettings) -> list[Route]:
+    """RFC 9728 metadata at the path-inserted well-known URL of `resource` and at the root one."""
+    metadata = ProtectedResourceMetadata(
+        resource=AnyHttpUrl(settings.resource),
+        authorization_servers=[AnyHttpUrl(u) for u in settings.authorization_servers],
+        scopes_supported=list(ALL_SCOPES),
+        bearer_methods_supported=["header"],
+        resource_name="notewarden",
+    )
+    endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+    paths = {"/.well-known/oauth-protected-resource"}
+    paths.add(AnyHttpUrl(resource_metadata_url(settings)).path or "/.well-known/oauth-protected-resource")
+    return [Route(p, endpoint=endpoint, methods=["GET", "OPTIONS"]) for p in sorted(paths)]

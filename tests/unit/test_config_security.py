@@ -1,0 +1,91 @@
+"""The [oauth], [limits] and [sandbox] tables and oauth_subjects: valid forms and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notewarden.config import ConfigError, parse_config
+
+BASE: dict[str, Any] = {
+    "state_dir": "/var/lib/nw",
+    "workspace": [{"uri": "file:///srv/notes"}],
+    "principal": [{"id": "alice", "workspaces": ["file:///srv/notes"], "oauth_subjects": ["u-1"]}],
+}
+OAUTH = {
+    "resource": "https://notes.example/mcp",
+    "issuer": "https://auth.example",
+    "jwks_file": "/etc/nw/jwks.json",
+}
+
+
+def config(**tables: Any) -> Any:
+    return parse_config({**BASE, **tables})
+
+
+def test_defaults() -> None:
+    c = config()
+    assert c.oauth is None
+    assert c.limits.destructive_per_minute == 30
+    assert c.sandbox.enabled is True and c.sandbox.read_paths == ()
+    assert c.principal_for_subject("u-1") == "alice" and c.principal_for_subject("u-2") is None
+
+
+def test_oauth_table() -> None:
+    c = config(oauth={**OAUTH, "algorithms": ["ES256"], "leeway_seconds": 10})
+    assert c.oauth is not None
+    assert c.oauth.authorization_servers == ("https://auth.example",)  # defaults to the issuer
+    assert c.oauth.jwks_file == Path("/etc/nw/jwks.json") and c.oauth.jwks_url is None
+    assert c.oauth.algorithms == ("ES256",) and c.oauth.leeway_seconds == 10
+
+
+@pytest.mark.parametrize(
+    ("oauth", "fragment"),
+    [
+        ({k: v for k, v in OAUTH.items() if k != "jwks_file"}, "exactly one of jwks_file"),
+        ({**OAUTH, "jwks_url": "https://auth.example/jwks"}, "exactly one of jwks_file"),
+        ({**OAUTH, "jwks_file": "jwks.json"}, "absolute path"),
+        ({**OAUTH, "algorithms": ["HS256"]}, "asymmetric"),
+        ({**OAUTH, "algorithms": ["none"]}, "asymmetric"),
+        ({**OAUTH, "algorithms": []}, "asymmetric"),
+        ({**OAUTH, "resource": "notes.example/mcp"}, "http(s) URL"),
+        ({**OAUTH, "resource": "https://notes.example/mcp#x"}, "http(s) URL"),
+        ({**OAUTH, "issuer": "ftp://auth.example"}, "http(s) URL"),
+        ({**OAUTH, "authorization_servers": ["javascript:alert(1)"]}, "http(s) URL"),
+        ({**OAUTH, "leeway_seconds": 3600}, "between 0 and 300"),
+        ({**OAUTH, "audience": "x"}, "unknown key(s) audience"),
+    ],
+)
+def test_oauth_errors_say_what_is_allowed(oauth: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ConfigError, match="oauth"):
+        config(oauth=oauth)
+    with pytest.raises(ConfigError) as info:
+        config(oauth=oauth)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("tables", "fragment"),
+    [
+        ({"limits": {"destructive_per_minute": 0}}, "between 1 and 100000"),
+        ({"limits": {"destructive_per_minute": True}}, "between 1 and 100000"),
+        ({"limits": {"per_hour": 5}}, "unknown key(s) per_hour"),
+        ({"sandbox": {"enabled": "no"}}, "true or false"),
+        ({"sandbox": {"read_paths": ["relative/dir"]}}, "absolute path"),
+    ],
+)
+def test_limits_and_sandbox_errors(tables: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**tables)
+    assert fragment in str(info.value)
+
+
+def test_a_subject_maps_to_one_principal() -> None:
+    two = [
+        {"id": "alice", "workspaces": ["file:///srv/notes"], "oauth_subjects": ["u-1"]},
+        {"id": "bob", "workspaces": [], "oauth_subjects": ["u-1"]},
+    ]
+    with pytest.raises(ConfigError, match="share the oauth subject"):
+        parse_config({**BASE, "principal": two})

@@ -1,0 +1,167 @@
+"""The files store's writes against real folders and a real SQLite ledger: optimistic concurrency,
+exact restores, purges bound to what was listed, and recovery after a crash mid-purge."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from notewarden.confirm.state import Candidate
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.model import content_version
+from notewarden.notes.store import VersionConflict
+from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected, WorkspaceRoot
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import FileUri
+
+ODD_BYTES = "# Ünïcode — TPS\r\nline two\r\n\ttabbed\u00a0nbsp\nno newline at the end".encode()
+
+
+@pytest.fixture
+def scope(tmp_path: Path) -> Iterator[WorkspaceScope]:
+    folder = tmp_path / "notes"
+    (folder / "reports").mkdir(parents=True)
+    (folder / "reports" / "tps.md").write_bytes(ODD_BYTES)
+    (folder / "todo.md").write_text("- stapler\n")
+    with WorkspaceRoot.open(str(folder)) as root:
+        yield WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
+    led = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA])
+    yield led
+    led.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[FilesNoteStore]:
+    s = FilesNoteStore(tmp_path / "index.sqlite3")
+    yield s
+    s.close()
+
+
+def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, note_id: str) -> str:
+    note = store.notes_by_id(scope, [note_id])[0]
+    with ledger.critical_section() as txn:
+        return store.move_to_trash(
+            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+        ).trash_id
+
+
+def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, scope: WorkspaceScope) -> None:
+    version = store.read_note(scope, "todo.md").version
+    results: dict[int, object] = {}
+    barrier = threading.Barrier(8)
+
+    def update(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = store.update_note(
+                scope, "todo.md", f"- writer {i}\n".encode(), expected_version=version
+            )
+        except VersionConflict as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=update, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, r in results.items() if not isinstance(r, VersionConflict)]
+    assert len(winners) == 1, results
+    on_disk = (scope.root.read_note("todo.md")[0]).decode()
+    assert on_disk == f"- writer {winners[0]}\n"
+    conflicts = [r for r in results.values() if isinstance(r, VersionConflict)]
+    assert {c.current_version for c in conflicts} == {content_version(on_disk.encode())}
+
+
+def test_stale_version_writes_nothing_and_a_retry_is_harmless(
+    store: FilesNoteStore, scope: WorkspaceScope
+) -> None:
+    first = store.read_note(scope, "todo.md")
+    second = store.update_note(scope, "todo.md", b"- v2\n", expected_version=first.version)
+    with pytest.raises(VersionConflict) as caught:
+        store.update_note(scope, "todo.md", b"- lost?\n", expected_version=first.version)
+    assert caught.value.current_version == second.version
+    assert store.read_note(scope, "todo.md").data == b"- v2\n"
+    again = store.update_note(scope, "todo.md", b"- v2\n", expected_version=first.version)
+    assert again.version == second.version
+
+
+def test_restore_gives_back_the_exact_bytes(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash_id = trash(store, ledger, scope, "reports/tps.md")
+    with ledger.critical_section() as txn:
+        [entry] = store.list_trash(txn, scope)
+    assert (entry.trash_id, entry.note_id, entry.size) == (trash_id, "reports/tps.md", len(ODD_BYTES))
+    assert store.find_titled(scope, ["tps"]) == []
+    with ledger.critical_section() as txn:
+        note = store.restore(txn, scope, trash_id)
+    assert note.id == "reports/tps.md"
+    assert scope.root.read_note("reports/tps.md")[0] == ODD_BYTES
+    assert [n.id for n in store.find_titled(scope, ["tps"])] == ["reports/tps.md"]
+    with ledger.critical_section() as txn:
+        assert store.list_trash(txn, scope) == []
+        with pytest.raises(NoteMissing):
+            store.restore(txn, scope, trash_id)
+    assert scope.root.list_trash() == []
+
+
+def test_restore_never_replaces_and_can_take_another_path(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash_id = trash(store, ledger, scope, "todo.md")
+    store.create_note(scope, "todo.md", b"- a new todo\n")
+    with pytest.raises(NoteExists), ledger.critical_section() as txn:
+        store.restore(txn, scope, trash_id)
+    assert scope.root.read_note("todo.md")[0] == b"- a new todo\n"
+    with ledger.critical_section() as txn:
+        store.restore(txn, scope, trash_id, new_id="old/todo.md")
+    assert scope.root.read_note("old/todo.md")[0] == b"- stapler\n"
+
+
+def test_move_stays_inside_and_never_replaces(store: FilesNoteStore, scope: WorkspaceScope) -> None:
+    with pytest.raises(NoteExists):
+        store.move_note(scope, "todo.md", "reports/tps.md")
+    for outside in ("../todo.md", "/etc/todo.md", ".notewarden-trash/x.md"):
+        with pytest.raises(PathRejected):
+            store.move_note(scope, "todo.md", outside)
+    moved = store.move_note(scope, "todo.md", "done/todo.md")
+    assert moved.id == "done/todo.md" and not (Path(scope.workspace.path) / "todo.md").exists()
+    assert [n.id for n in store.list_notes(scope)] == ["done/todo.md", "reports/tps.md"]
+
+
+def test_purge_refuses_an_entry_that_changed_and_deletes_the_rest(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash(store, ledger, scope, "todo.md")
+    trash(store, ledger, scope, "reports/tps.md")
+    with ledger.critical_section() as txn:
+        listed = store.list_trash(txn, scope)
+    trash_dir = Path(scope.workspace.path) / ".notewarden-trash"
+    (trash_dir / listed[0].trash_id).write_bytes(b"swapped")
+    with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
+        store.purge_trash(txn, scope, listed)
+    assert len(list(trash_dir.iterdir())) == 4  # nothing was deleted
+    with ledger.critical_section() as txn:
+        fresh = store.list_trash(txn, scope)
+        assert store.purge_trash(txn, scope, fresh) == 2
+    assert list(trash_dir.iterdir()) == []
+
+
+def test_recovery_finishes_a_purge_that_crashed_before_commit(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash_id = trash(store, ledger, scope, "todo.md")
+    scope.root.purge_trash_entry(trash_id)  # the unlink happened; the COMMIT did not
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 1
+        assert store.list_trash(txn, scope) == []
+        assert txn.connection.execute("SELECT count(*) FROM trash").fetchone() == (0,)
+    assert scope.root.list_trash() == []

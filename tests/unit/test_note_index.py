@@ -1,0 +1,198 @@
+"""The files store's index against a real folder and a real SQLite file, changed behind its back.
+
+Each test runs twice: with inotify (the default) and with directory stamps only (the fallback).
+What both must guarantee: a note created, renamed or moved out of band is found under its new id,
+and a deleted or moved note is never returned, whatever the change detection saw.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from notewarden.notes.index import NoteIndex
+from notewarden.notes.model import match_words, search_terms
+from notewarden.scope.fsroot import WorkspaceRoot
+
+WS = "file:///ws"
+
+
+@pytest.fixture(params=["inotify", "stamps"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    notes = tmp_path / "notes"
+    (notes / "reports").mkdir(parents=True)
+    (notes / "reports" / "tps-2019.md").write_text("# TPS report 2019\n\nCover sheet missing.\n")
+    (notes / "reports" / "budget.md").write_text("# Budget\n\nNumbers.\n")
+    (notes / "todo.md").write_text("- buy a stapler\n")
+    return notes
+
+
+@pytest.fixture
+def root(folder: Path) -> Iterator[WorkspaceRoot]:
+    with WorkspaceRoot.open(str(folder)) as r:
+        yield r
+
+
+@pytest.fixture
+def index(tmp_path: Path, mode: str) -> Iterator[NoteIndex]:
+    idx = NoteIndex(tmp_path / "index.sqlite3", watch=mode == "inotify", verify_interval=3600)
+    yield idx
+    idx.close()
+
+
+def search(index: NoteIndex, root: WorkspaceRoot, query: str, subtree: str = "") -> list[str]:
+    """The ids found, sorted by id (ranking has its own test)."""
+    return sorted(n.id for n in index.search(WS, root, subtree, search_terms(query), after=None, limit=100))
+
+
+def titled(index: NoteIndex, root: WorkspaceRoot, query: str) -> list[str]:
+    return [n.id for n in index.titled(WS, root, "", match_words(query))]
+
+
+def listed(index: NoteIndex, root: WorkspaceRoot) -> list[str]:
+    return [n.id for n in index.page(WS, root, "", after=None, limit=None)]
+
+
+def test_first_call_indexes_titles_paths_and_bodies(index: NoteIndex, root: WorkspaceRoot) -> None:
+    assert listed(index, root) == ["reports/budget.md", "reports/tps-2019.md", "todo.md"]
+    assert search(index, root, "cover") == ["reports/tps-2019.md"]
+    assert search(index, root, "stapl") == ["todo.md"]  # word prefix
+    assert search(index, root, "reports") == ["reports/budget.md", "reports/tps-2019.md"]  # the path
+    assert titled(index, root, "tps rep") == ["reports/tps-2019.md"]  # title substrings
+    assert titled(index, root, "to") == ["todo.md"]  # short words: the scan path
+    assert search(index, root, "cover", subtree="reports") == ["reports/tps-2019.md"]
+    assert search(index, root, "stapler", subtree="reports") == []
+
+
+def test_title_matches_rank_above_body_matches(index: NoteIndex, root: WorkspaceRoot, folder: Path) -> None:
+    (folder / "z-budget-talk.md").write_text("# Budget review\n")
+    (folder / "a-mentions.md").write_text("# Other\n\nThe budget was discussed. budget budget.\n")
+    found = [n.id for n in index.search(WS, root, "", ["budget"], after=None, limit=10)]
+    assert set(found[:2]) == {"reports/budget.md", "z-budget-talk.md"}
+    assert found[-1] == "a-mentions.md"
+
+
+def test_out_of_band_create_delete_rename(index: NoteIndex, root: WorkspaceRoot, folder: Path) -> None:
+    assert search(index, root, "cover") == ["reports/tps-2019.md"]
+    (folder / "new" / "deep").mkdir(parents=True)
+    (folder / "new" / "deep" / "idea.md").write_text("# Fresh idea\n\ncover letters\n")
+    assert search(index, root, "cover") == ["new/deep/idea.md", "reports/tps-2019.md"]
+    (folder / "reports" / "tps-2019.md").rename(folder / "reports" / "tps-old.md")
+    assert search(index, root, "cover") == ["new/deep/idea.md", "reports/tps-old.md"]
+    (folder / "reports" / "tps-old.md").rename(folder / "archive.md")
+    assert titled(index, root, "tps") == ["archive.md"]
+    (folder / "new").rename(folder / "renamed")
+    assert search(index, root, "cover") == ["archive.md", "renamed/deep/idea.md"]
+    (folder / "renamed" / "deep" / "idea.md").unlink()
+    (folder / "archive.md").unlink()
+    assert search(index, root, "cover") == []
+    assert listed(index, root) == ["reports/budget.md", "todo.md"]
+
+
+def test_hidden_foreign_and_symlinked_files_are_not_notes(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path, tmp_path: Path
+) -> None:
+    listed(index, root)
+    (tmp_path / "outside.md").write_text("# Secret cover\n")
+    (folder / "link.md").symlink_to(tmp_path / "outside.md")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "h.md").write_text("# cover\n")
+    (folder / "notes.txt").write_text("cover\n")
+    assert search(index, root, "cover") == ["reports/tps-2019.md"]
+
+
+def test_edit_in_place_is_seen(index: NoteIndex, root: WorkspaceRoot, folder: Path, mode: str) -> None:
+    assert titled(index, root, "budget") == ["reports/budget.md"]
+    with (folder / "reports" / "budget.md").open("r+") as f:  # same inode, same directory mtime
+        f.write("# Forecast\n")
+    # A candidate is re-checked on disk: the old title is never offered for the new content.
+    assert titled(index, root, "budget") == []
+    assert titled(index, root, "forecast") == ["reports/budget.md"]
+    with (folder / "todo.md").open("a") as f:
+        f.write("- call the printer people\n")
+    if mode == "stamps":  # no event: found at the next full verification
+        index._verify_interval = 0
+    assert search(index, root, "printer") == ["todo.md"]
+
+
+def test_a_change_nothing_detected_still_never_yields_a_gone_note(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """Defeat the directory stamp (restore the mtime) and, with inotify, drain nothing: the row
+    still exists, yet the query re-checks it and drops it (Rule 2)."""
+    assert search(index, root, "cover") == ["reports/tps-2019.md"]
+    reports = folder / "reports"
+    before = reports.stat()
+    (reports / "tps-2019.md").unlink()
+    os.utime(reports, ns=(before.st_atime_ns, before.st_mtime_ns))
+    live = index._live[WS]
+    if live.watcher is not None:
+        live.watcher.inotify.read(timeout=0)  # the events are lost
+    assert search(index, root, "cover") == []
+    assert titled(index, root, "tps") == []
+
+
+def test_pages_are_stable_and_complete(index: NoteIndex, root: WorkspaceRoot, folder: Path) -> None:
+    for i in range(45):
+        (folder / f"alpha-{i:02}.md").write_text(f"# Alpha {i}\n\n" + "alpha " * (i % 7 + 1))
+    everything = [(n.id, n.score) for n in index.search(WS, root, "", ["alpha"], after=None, limit=100)]
+    assert len(everything) == 45
+    assert [s for _, s in everything] == sorted(s for _, s in everything)
+    pages: list[tuple[str, float]] = []
+    after = None
+    while True:
+        page = index.search(WS, root, "", ["alpha"], after=after, limit=10)
+        pages += [(n.id, n.score) for n in page]
+        if len(page) < 10:
+            break
+        after = (page[-1].score, page[-1].id)
+    assert pages == everything
+
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page_ids = [n.id for n in index.page(WS, root, "", after=cursor, limit=7)]
+        if not page_ids:
+            break
+        ids += page_ids
+        cursor = page_ids[-1]
+        (folder / "aaa-added-before-the-cursor.md").write_text("# late\n")  # behind us: not repeated
+    assert len(ids) == len(set(ids))
+    assert ids == sorted(ids)
+
+
+def test_index_survives_restarts_and_sees_what_changed_meanwhile(
+    tmp_path: Path, root: WorkspaceRoot, folder: Path, mode: str
+) -> None:
+    first = NoteIndex(tmp_path / "index.sqlite3", watch=mode == "inotify")
+    assert search(first, root, "numbers") == ["reports/budget.md"]
+    first.close()
+    time.sleep(0.01)
+    (folder / "reports" / "budget.md").write_text("# Budget\n\nFigures.\n")  # same size, edited while down
+    (folder / "todo.md").unlink()
+    second = NoteIndex(tmp_path / "index.sqlite3", watch=mode == "inotify")
+    try:
+        assert search(second, root, "numbers") == []
+        assert search(second, root, "figures") == ["reports/budget.md"]
+        assert listed(second, root) == ["reports/budget.md", "reports/tps-2019.md"]
+    finally:
+        second.close()
+
+
+def test_a_replaced_workspace_folder_is_reindexed(tmp_path: Path, index: NoteIndex, folder: Path) -> None:
+    with WorkspaceRoot.open(str(folder)) as root:
+        assert listed(index, root) == ["reports/budget.md", "reports/tps-2019.md", "todo.md"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "only.md").write_text("# Only\n")
+    with WorkspaceRoot.open(str(other)) as root:
+        assert listed(index, root) == ["only.md"]

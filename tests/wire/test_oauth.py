@@ -1,0 +1,339 @@
+"""OAuth 2.1 resource server over a real HTTP server process: JWTs minted here, keys in a JWKS file/URL."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port, start_http_server
+from tests.wire.rawhttp import RawMcp
+
+ISSUER = "https://auth.example.test"
+SUBJECT = "user-7f3a"  # alice's subject at the authorization server
+
+
+@dataclass
+class Keys:
+    rsa: rsa.RSAPrivateKey
+    ec: ec.EllipticCurvePrivateKey
+    stranger: rsa.RSAPrivateKey  # not in the JWKS
+
+    def jwks(self) -> dict[str, Any]:
+        rsa_jwk = RSAAlgorithm.to_jwk(self.rsa.public_key(), as_dict=True)
+        ec_jwk = ECAlgorithm.to_jwk(self.ec.public_key(), as_dict=True)
+        return {
+            "keys": [
+                {**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"},
+                {**ec_jwk, "kid": "ec-1", "alg": "ES256", "use": "sig"},
+            ]
+        }
+
+
+@pytest.fixture(scope="module")
+def keys() -> Keys:
+    return Keys(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        ec.generate_private_key(ec.SECP256R1()),
+        rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    )
+
+
+@dataclass
+class OAuthServer:
+    server: HttpServer
+    resource: str
+    keys: Keys
+    deployment: Deployment
+
+    def mint(
+        self,
+        scope: str | None = "notes:read",
+        *,
+        kid: str = "rsa-1",
+        key: Any = None,
+        alg: str = "RS256",
+        **claims: Any,
+    ) -> str:
+        now = int(time.time())
+        payload: dict[str, Any] = {
+            "iss": ISSUER,
+            "aud": self.resource,
+            "sub": SUBJECT,
+            "iat": now,
+            "exp": now + 300,
+            "client_id": "test-client",
+        }
+        if scope is not None:
+            payload["scope"] = scope
+        payload.update(claims)
+        payload = {k: v for k, v in payload.items() if v is not None}
+        signing_key = key if key is not None else (self.keys.ec if alg.startswith("ES") else self.keys.rsa)
+        return jwt.encode(payload, signing_key, algorithm=alg, headers={"kid": kid})
+
+    def client(self, token: str | None) -> RawMcp:
+        return RawMcp(self.server.url, token)
+
+
+def oauth_table(resource: str, jwks: str) -> str:
+    return (
+        f'[oauth]\nresource = "{resource}"\nissuer = "{ISSUER}"\n{jwks}\n'
+        f'authorization_servers = ["{ISSUER}"]\nleeway_seconds = 5\n'
+    )
+
+
+def start_oauth_server(deployment: Deployment, keys: Keys, jwks_line: str, log: str) -> OAuthServer:
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    deployment.write_config(alice_subjects=[SUBJECT], extra=oauth_table(resource, jwks_line))
+    server = start_http_server(deployment.config, deployment.root / log, port=port)
+    return OAuthServer(server, resource, keys, deployment)
+
+
+@pytest.fixture
+def oauth(deployment: Deployment, keys: Keys) -> Iterator[OAuthServer]:
+    jwks = deployment.root / "etc" / "jwks.json"
+    jwks.parent.mkdir()
+    jwks.write_text(json.dumps(keys.jwks()))
+    running = start_oauth_server(deployment, keys, f'jwks_file = "{jwks}"', "oauth.log")
+    yield running
+    running.server.stop()
+
+
+def challenge(header: str) -> dict[str, str]:
+    assert header.startswith("Bearer "), header
+    out = {}
+    for part in header[len("Bearer ") :].split('", '):
+        key, _, value = part.partition("=")
+        out[key.strip()] = value.strip('"')
+    return out
+
+
+def list_notes(client: RawMcp, deployment: Deployment) -> Any:
+    return client.call("notes_list", {"workspaceUri": deployment.notes_uri})
+
+
+# --- accepted tokens -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alg,kid", [("RS256", "rsa-1"), ("ES256", "ec-1")])
+def test_valid_token_is_the_mapped_principal(oauth: OAuthServer, alg: str, kid: str) -> None:
+    client = oauth.client(oauth.mint(alg=alg, kid=kid))
+    reply = list_notes(client, oauth.deployment)
+    assert reply.status == 200
+    assert "reports/tps-2019.md" in [n["id"] for n in reply.result["structuredContent"]["notes"]]
+    # the subject is alice: bob's workspace is not hers
+    other = client.call("notes_list", {"workspaceUri": oauth.deployment.private_uri}).result
+    assert other["structuredContent"]["error"]["code"] == "workspace_not_granted"
+    assert "alice" in other["content"][0]["text"]
+    client.close()
+
+
+def test_scp_list_claim_and_leeway_are_accepted(oauth: OAuthServer) -> None:
+    now = int(time.time())
+    token = oauth.mint(scope=None, scp=["notes:read"], exp=now - 2, nbf=now + 2)  # within 5 s leeway
+    client = oauth.client(token)
+    assert list_notes(client, oauth.deployment).status == 200
+    client.close()
+
+
+def test_static_development_tokens_still_work(oauth: OAuthServer) -> None:
+    client = oauth.client(ALICE_TOKEN)
+    assert list_notes(client, oauth.deployment).status == 200
+    reply = client.call("notes_delete", {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS"})
+    assert reply.result["resultType"] == "input_required"
+    client.close()
+
+
+# --- rejected tokens: 401 ----------------------------------------------------------------------
+
+
+def bad_tokens(o: OAuthServer) -> dict[str, str]:
+    now = int(time.time())
+    return {
+        "expired": o.mint(exp=now - 60),
+        "nbf in the future": o.mint(nbf=now + 120),
+        "wrong iss": o.mint(iss="https://other-issuer.test"),
+        "wrong aud": o.mint(aud="https://other-server.test/mcp"),
+        "aud of another path": o.mint(aud=o.resource + "/x"),
+        "no exp": o.mint(exp=None),
+        "no sub": o.mint(sub=None),
+        "bad signature": o.mint(key=o.keys.stranger),
+        "unknown kid": o.mint(kid="rsa-9"),
+        "alg not the key's": o.mint(alg="PS256", kid="rsa-1"),
+        "HS256 with the public key as secret": jwt.encode(
+            {"iss": ISSUER, "aud": o.resource, "sub": SUBJECT, "exp": now + 60, "scope": "notes:read"},
+            "not-a-key-we-know-of-at-all-0123456789",
+            algorithm="HS256",
+            headers={"kid": "rsa-1"},
+        ),
+        "alg none": jwt.encode(
+            {"iss": ISSUER, "aud": o.resource, "sub": SUBJECT, "exp": now + 60},
+            None,
+            algorithm="none",
+            headers={"kid": "rsa-1"},
+        ),
+        "garbage": "not.a.jwt",
+    }
+
+
+def test_bad_tokens_get_401_invalid_token_with_the_challenge(oauth: OAuthServer) -> None:
+    metadata_url = f"http://127.0.0.1:{oauth.server.port}/.well-known/oauth-protected-resource/mcp"
+    for label, token in bad_tokens(oauth).items():
+        client = oauth.client(token)
+        reply = list_notes(client, oauth.deployment)
+        client.close()
+        assert reply.status == 401, label
+        params = challenge(reply.headers["www-authenticate"])
+        assert params["error"] == "invalid_token", label
+        assert params["resource_metadata"] == metadata_url, label
+        assert params["scope"] == "notes:read", label
+        assert "Traceback" not in reply.text
+    log = oauth.server.log.read_text()
+    for token in bad_tokens(oauth).values():
+        assert token not in log
+    for reason in ("ExpiredSignatureError", "ImmatureSignatureError", "InvalidIssuerError"):
+        assert reason in log
+
+
+def test_no_credentials_get_401_without_error_attribute(oauth: OAuthServer) -> None:
+    client = oauth.client(None)
+    reply = client.call("notes_delete", {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS"})
+    assert reply.status == 401
+    header = reply.headers["www-authenticate"]
+    assert "error=" not in header
+    params = challenge(header)
+    assert params["scope"] == "notes:delete"  # what this request needs
+    assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+    client.close()
+
+
+# --- scopes: 403 -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scope", ["notes:read", "notes:write", "notes:read notes:write", "openid"])
+def test_delete_needs_notes_delete_and_read_still_works(oauth: OAuthServer, scope: str) -> None:
+    client = oauth.client(oauth.mint(scope=scope))
+    args = {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS report"}
+    reply = client.call("notes_delete", args)
+    assert reply.status == 403
+    params = challenge(reply.headers["www-authenticate"])
+    assert params["error"] == "insufficient_scope"
+    assert params["scope"] == "notes:delete"
+    assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+    listing = list_notes(client, oauth.deployment)
+    if scope == "openid":
+        assert (
+            listing.status == 403 and challenge(listing.headers["www-authenticate"])["scope"] == "notes:read"
+        )
+    else:
+        assert listing.status == 200  # notes:write includes notes:read
+    client.close()
+    assert (oauth.deployment.notes / "reports/tps-2019.md").exists()
+
+
+def test_notes_delete_scope_deletes_after_confirmation(oauth: OAuthServer) -> None:
+    client = oauth.client(oauth.mint(scope="notes:delete"))
+    args = {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS report"}
+    state = client.call("notes_delete", args).result["requestState"]
+    answer = {
+        "delete_choice": {"action": "accept", "content": {"note_id": "reports/tps-2019.md", "confirm": True}}
+    }
+    done = client.call("notes_delete", args, inputResponses=answer, requestState=state)
+    assert done.result["structuredContent"]["outcome"] == "deleted"
+    assert list_notes(client, oauth.deployment).status == 200  # notes:delete includes notes:read
+    client.close()
+
+
+def test_state_is_bound_to_the_principal_not_the_token(oauth: OAuthServer) -> None:
+    """A second token of the same subject may finish the confirmation (principal binding)."""
+    args = {"workspaceUri": oauth.deployment.notes_uri, "title": "stand-up"}
+    first = oauth.client(oauth.mint(scope="notes:delete", client_id="client-a"))
+    round1 = first.call("notes_delete", args).result
+    state = round1["requestState"]
+    options = round1["inputRequests"]["delete_choice"]["params"]
+    note_id = options["requestedSchema"]["properties"]["note_id"]["oneOf"][0]["const"]
+    second = oauth.client(oauth.mint(scope="notes:delete", client_id="client-b"))
+    answer = {"delete_choice": {"action": "decline"}}
+    done = second.call("notes_delete", args, inputResponses=answer, requestState=state)
+    assert done.result["structuredContent"]["outcome"] == "declined"
+    assert (oauth.deployment.notes / note_id).exists()
+    first.close()
+    second.close()
+
+
+def test_unmapped_subject_is_403_access_denied(oauth: OAuthServer) -> None:
+    client = oauth.client(oauth.mint(sub="someone-else"))
+    reply = list_notes(client, oauth.deployment)
+    assert reply.status == 403
+    assert json.loads(reply.text)["error"] == "access_denied"
+    assert "someone-else" not in reply.text
+    client.close()
+
+
+# --- protected resource metadata ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]
+)
+def test_protected_resource_metadata(oauth: OAuthServer, path: str) -> None:
+    response = httpx2.get(f"http://127.0.0.1:{oauth.server.port}{path}", timeout=10)
+    assert response.status_code == 200
+    doc = response.json()
+    assert doc["resource"] == oauth.resource
+    assert doc["authorization_servers"] == [ISSUER] or doc["authorization_servers"] == [ISSUER + "/"]
+    assert doc["scopes_supported"] == ["notes:read", "notes:write", "notes:delete"]
+    assert doc["bearer_methods_supported"] == ["header"]
+
+
+# --- keys from a URL -----------------------------------------------------------------------------
+
+
+class _JwksHandler(http.server.BaseHTTPRequestHandler):
+    jwks: bytes = b""
+    hits: int = 0
+
+    def do_GET(self) -> None:
+        type(self).hits += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.jwks)))
+        self.end_headers()
+        self.wfile.write(self.jwks)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_keys_from_a_jwks_url(deployment: Deployment, keys: Keys) -> None:
+    handler = type("Handler", (_JwksHandler,), {"jwks": json.dumps(keys.jwks()).encode(), "hits": 0})
+    jwks_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=jwks_server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{jwks_server.server_address[1]}/jwks.json"
+    running = start_oauth_server(deployment, keys, f'jwks_url = "{url}"', "oauth-url.log")
+    try:
+        good = running.client(running.mint(alg="ES256", kid="ec-1"))
+        assert list_notes(good, deployment).status == 200
+        assert list_notes(good, deployment).status == 200
+        good.close()
+        unknown = running.client(running.mint(kid="rotated-away"))
+        assert list_notes(unknown, deployment).status == 401
+        assert list_notes(unknown, deployment).status == 401
+        unknown.close()
+        assert 1 <= handler.hits <= 2  # cached; an unknown kid refreshes at most once per cooldown
+    finally:
+        running.server.stop()
+        jwks_server.shutdown()
+        thread.join(5)
