@@ -4,7 +4,7 @@ Inert unless the environment says otherwise; no configuration file or client can
 Tests start a server with
 
     NOTEWARDEN_TEST_PAUSE_AT=after_claim|after_mutation|after_commit
-    NOTEWARDEN_TEST_PAUSE_FILE=/some/path
+    NOTEWARDEN_TEST_PAUSE_FILE=/some/path      # writable under the sandbox: e.g. inside state_dir
 
 and the first request that reaches that point (only the first: later ones pass) creates
 the file (containing the pid) and waits while the file exists: the test then kills the process (the crash proofs) or removes
