@@ -61,7 +61,7 @@ def quit_host(child: pexpect.spawn) -> None:
 def test_list_call_pick_confirm_and_see_the_result(host: pexpect.spawn, deployment: Deployment) -> None:
     host.sendline("list")
     host.expect(r"notes_delete \[destructive\]")
-    host.expect(r"arguments: workspaceUri, title\*")
+    host.expect(r"arguments: workspaceUri, title, noteIds")
     host.expect(r"notes_list \[read-only\]")
     host.expect("mcp>")
     call_delete(host, deployment)

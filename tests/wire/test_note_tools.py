@@ -26,6 +26,7 @@ ALL_TOOLS = {
     "notes_restore",
     "notes_trash_list",
     "notes_trash_empty",
+    "notes_publish",
 }
 
 
@@ -56,7 +57,9 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
     assert set(tools) == ALL_TOOLS
     for tool in tools.values():
         assert tool.input_schema["type"] == "object" and tool.output_schema is not None
-        assert tool.annotations is not None and tool.annotations.open_world_hint is False
+        assert tool.annotations is not None
+    open_world = {n for n, t in tools.items() if t.annotations and t.annotations.open_world_hint}
+    assert open_world == {"notes_publish"}  # the only tool that reaches outside the server
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
     assert read_only == {"notes_list", "notes_search", "notes_read", "notes_trash_list"}
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
