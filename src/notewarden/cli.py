@@ -130,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.dbcommand import run_db_command
 
             return run_db_command(args.action, load_config(args.config))
-
         if args.command == "client":
             from notewarden.client.tui import run_client
 

@@ -94,3 +94,39 @@ def test_every_store_applies_the_same_uri_rules(tmp_path: Path, pg: PgDatabase, 
                 "invalid_workspace_uri",
                 "workspace_not_granted",
             )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_whole_toolset_works_on_every_store(tmp_path: Path, pg: PgDatabase, backend: str) -> None:
+    """Create, read, update, search, move, delete (confirmed), list the trash and restore, through a
+    real server on each backend: the same tools and answers whether notes are files or rows."""
+    with deployment(tmp_path, backend, pg.name) as d:
+        client = d.client(d.start())
+        ws = {"workspaceUri": d.workspace_uri}
+
+        def ok(tool: str, **arguments: object) -> dict[str, object]:
+            result = client.call(tool, {**ws, **arguments}).result
+            assert not result.get("isError"), result
+            return result["structuredContent"]
+
+        ok("notes_create", path="plans/q3.md", title="Quarterly plan", body="Ship the storage layer.")
+        read = ok("notes_read", noteId="plans/q3.md")
+        assert read["body"] == "# Quarterly plan\n\nShip the storage layer."
+        version = read["note"]["version"]  # type: ignore[index]
+        ok("notes_update", noteId="plans/q3.md", body="# Quarterly plan\n\nShipped.", expectedVersion=version)
+        stale = client.call(
+            "notes_update", {**ws, "noteId": "plans/q3.md", "body": "# lost\n", "expectedVersion": version}
+        ).result
+        assert stale["structuredContent"]["error"]["code"] == "version_conflict"
+        found = ok("notes_search", query="shipped")
+        assert [r["id"] for r in found["results"]] == ["plans/q3.md"]  # type: ignore[attr-defined]
+        ok("notes_move", noteId="plans/q3.md", newPath="archive/q3.md")
+
+        first = d.round1(client, "quarterly")
+        assert first.options == ["archive/q3.md"]
+        assert classify(d.round2(client, first, "archive/q3.md"), "archive/q3.md") == "deleted"
+        (entry,) = ok("notes_trash_list")["entries"]  # type: ignore[misc]
+        assert entry["id"] == "archive/q3.md"
+        ok("notes_restore", trashId=entry["trashId"])
+        assert ok("notes_read", noteId="archive/q3.md")["body"] == "# Quarterly plan\n\nShipped."
+        assert ok("notes_trash_list")["entries"] == []

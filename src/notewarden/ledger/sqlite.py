@@ -169,6 +169,9 @@ class SqliteLedger:
     @contextmanager
     def snapshot(self) -> Iterator[SqliteSession]:
         conn = self._connection()
+        if conn.in_transaction:  # a read from inside this thread's own critical section sees its writes
+            yield SqliteSession(conn)
+            return
         try:
             conn.execute("BEGIN")
         except sqlite3.OperationalError as exc:

@@ -422,9 +422,12 @@ class SqlNoteStore:
 
 
 def _snippet(body: str, terms: Sequence[str]) -> str:
+    """Text around the first match, matching words in **bold** (as the files index shows them)."""
     folded = body.casefold()
     starts = [p for term in terms for p in _word_starts(folded, term)[:1]]
     at = min(starts) if starts else 0
     lo, hi = max(0, at - _SNIPPET_CHARS), min(len(body), at + _SNIPPET_CHARS)
     text = " ".join(body[lo:hi].split())
+    for term in terms:
+        text = re.sub(r"(?<![\w*])(" + re.escape(term) + r"\w*)", r"**\1**", text, flags=re.IGNORECASE)
     return ("…" if lo else "") + text + ("…" if hi < len(body) else "")
