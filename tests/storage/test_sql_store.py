@@ -18,6 +18,8 @@ from notewarden.notes.store import VersionConflict
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
+from notewarden.tools.notes_publish import read_note
+from notewarden.tools.registry import ToolFailure
 from tests.pg import PgDatabase
 
 
@@ -211,3 +213,19 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
     with ledger.critical_section() as txn:
         assert store.purge_trash(txn, everywhere, entries) == 1
         assert store.list_trash(txn, everywhere) == []
+
+
+def test_publish_reads_the_note_through_the_store(ledger: Ledger, workspace: FileUri) -> None:
+    """notes_publish reads what it sends via the configured store, so it works without a folder."""
+    store = SqlNoteStore(ledger)
+    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
+    sent = read_note(store, scope(workspace), "reports/tps.md")
+    assert (sent.note_id, sent.title, sent.markdown) == (
+        "reports/tps.md",
+        "TPS report",
+        "---\ntitle: TPS report\n---\nbody\n",
+    )
+    with pytest.raises(ToolFailure, match="not inside"):
+        read_note(store, scope(workspace, "drafts"), "reports/tps.md")
+    with pytest.raises(PathRejected):
+        read_note(store, scope(workspace), "../etc/passwd")
