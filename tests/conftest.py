@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.demo import write_sample_workspace
+from tests.pg import pg  # noqa: F401  (the session's PostgreSQL database fixture)
 
 ALICE_TOKEN = "alice-token-" + "a" * 20
 BOB_TOKEN = "bob-token-" + "b" * 20

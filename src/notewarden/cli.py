@@ -3,6 +3,8 @@
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
 notewarden demo                                          # the walkthrough
+notewarden db upgrade --config FILE                      # create / upgrade the database schema
+notewarden db status --config FILE                       # schema versions, row counts, expiry
 notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
 notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
 """
@@ -17,6 +19,7 @@ import anyio
 
 from notewarden import __version__
 from notewarden.config import Config, ConfigError, config_for_directories, load_config
+from notewarden.ledger import LedgerUnavailable, SchemaOutOfDate
 from notewarden.logs import configure_logging
 
 __all__ = ["main"]
@@ -47,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--dir", metavar="DIR", help="where to create the sample workspace (default: a temp dir)"
     )
     demo.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+
+    db = sub.add_parser("db", help="the database schema: upgrade it, or show its state")
+    db.add_argument("action", choices=["upgrade", "status"])
+    db.add_argument("--config", metavar="FILE", required=True, help="the TOML configuration file")
 
     client = sub.add_parser("client", help="an interactive terminal host for any 2026-07-28 MCP server")
     target = client.add_mutually_exclusive_group(required=True)
@@ -119,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.demo import run_demo
 
             return run_demo(args.dir, transport=args.transport)
+        if args.command == "db":
+            from notewarden.dbcommand import run_db_command
+
+            return run_db_command(args.action, load_config(args.config))
         if args.command == "client":
             from notewarden.client.tui import run_client
 
@@ -130,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"notewarden: configuration error: {exc}", file=sys.stderr)
         return 2
+    except (SchemaOutOfDate, LedgerUnavailable) as exc:
+        print(f"notewarden: {exc}", file=sys.stderr)
+        return 3
     return 1
 
 

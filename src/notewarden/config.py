@@ -34,6 +34,14 @@ loaded; an error names the key, what was wrong and what is allowed.
 
     [sandbox]
     enabled = true                             # Landlock self-sandbox at start-up of `serve`
+
+    [storage]                                  # read at start-up; see docs/deployment.md
+    notes = "files"                            # "files" (default), "sqlite" or "postgres"
+    ledger = "sqlite"                          # "sqlite" (default) or "postgres"
+    database_url = "postgresql://notewarden@db.internal/notewarden"  # or NOTEWARDEN_DATABASE_URL
+    pool_size = 8
+    connect_timeout_seconds = 5
+    statement_timeout_seconds = 30
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from notewarden.publish.config import PublishConfigError, PublishSettings, parse
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [
+    "DATABASE_URL_ENV",
     "Config",
     "ConfigError",
     "HttpSettings",
@@ -59,11 +68,13 @@ __all__ = [
     "OAuthSettings",
     "PrincipalConfig",
     "SandboxSettings",
+    "StorageSettings",
     "default_state_dir",
     "load_config",
 ]
 
 LOCAL_PRINCIPAL = "local"
+DATABASE_URL_ENV = "NOTEWARDEN_DATABASE_URL"
 _PRINCIPAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -86,6 +97,24 @@ class HttpSettings:
     port: int = 8765
     allowed_origins: tuple[str, ...] = ()
     max_body_bytes: int = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    """Where notes and confirmations live. A SQL note store shares the ledger's database, so that a
+    delete and its claim are one transaction: notes "sqlite" needs ledger "sqlite", "postgres" needs
+    "postgres"; the files store works with either ledger."""
+
+    notes: str = "files"
+    ledger: str = "sqlite"
+    database_url: str | None = field(default=None, repr=False)  # a secret: never printed or logged
+    pool_size: int = 8
+    connect_timeout_seconds: float = 5.0
+    statement_timeout_seconds: float = 30.0
+
+    @property
+    def workspaces_are_directories(self) -> bool:
+        return self.notes == "files"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +154,7 @@ class Config:
     limits: LimitSettings = field(default_factory=LimitSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
+    storage: StorageSettings = field(default_factory=StorageSettings)
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -175,6 +205,7 @@ def load_config(path: str | Path) -> Config:
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
     known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
     known |= {"oauth", "limits", "sandbox", "publish"}
+    known |= {"storage"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -281,6 +312,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         limits=_limits(_table(raw, "limits")) if "limits" in raw else LimitSettings(),
         sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
         publish=publish,
+        storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
     )
 
 
@@ -354,6 +386,84 @@ def _http_url(table: Mapping[str, Any], key: str, where: str) -> str:
     if parsed.scheme not in ("https", "http") or not parsed.netloc or parsed.fragment or parsed.query:
         raise ConfigError(f"{key} in {where} must be an http(s) URL without query or fragment, got {value!r}")
     return value
+
+
+_NOTE_STORES = {"files": ("sqlite", "postgres"), "sqlite": ("sqlite",), "postgres": ("postgres",)}
+"""Each note store and the ledgers it can share a transaction with (the first is the default)."""
+
+
+def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> StorageSettings:
+    """The `[storage]` table; the database URL comes from NOTEWARDEN_DATABASE_URL when set, else the file."""
+    known = {
+        "notes",
+        "ledger",
+        "database_url",
+        "pool_size",
+        "connect_timeout_seconds",
+        "statement_timeout_seconds",
+    }
+    _reject_unknown(table, known, "[storage]")
+    notes = table.get("notes", "files")
+    if notes not in _NOTE_STORES:
+        raise ConfigError(
+            f"[storage] notes = {notes!r} is not a note store; use one of files, sqlite, postgres"
+        )
+    ledger = table.get("ledger", _NOTE_STORES[notes][0])
+    if ledger not in ("sqlite", "postgres"):
+        raise ConfigError(f"[storage] ledger = {ledger!r} is not a ledger; use sqlite or postgres")
+    if ledger not in _NOTE_STORES[notes]:
+        raise ConfigError(
+            f"[storage] notes = {notes!r} keeps notes in the ledger's database so that a delete and its "
+            f"confirmation commit together; it needs ledger = {_NOTE_STORES[notes][0]!r}, not {ledger!r}"
+        )
+    url = env.get(DATABASE_URL_ENV) or (
+        _str(table, "database_url", "[storage]") if "database_url" in table else None
+    )
+    if ledger == "postgres":
+        if not url:
+            raise ConfigError(
+                f"[storage] uses PostgreSQL but no database URL is set: set {DATABASE_URL_ENV} "
+                "(preferred: keeps the password out of the file) or [storage] database_url"
+            )
+        _check_database_url(url)
+    elif "database_url" in table:
+        raise ConfigError("[storage] database_url is set but neither notes nor ledger is postgres")
+    numbers = {
+        "pool_size": (1, 1000),
+        "connect_timeout_seconds": (0.5, 600),
+        "statement_timeout_seconds": (1, 3600),
+    }
+    defaults, values = StorageSettings(), {}
+    for key, (low, high) in numbers.items():
+        value = table.get(key, getattr(defaults, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise ConfigError(f"[storage] {key} must be a number between {low:g} and {high:g}")
+        values[key] = value
+    return StorageSettings(
+        notes=notes,
+        ledger=ledger,
+        database_url=url if ledger == "postgres" else None,
+        pool_size=int(values["pool_size"]),
+        connect_timeout_seconds=float(values["connect_timeout_seconds"]),
+        statement_timeout_seconds=float(values["statement_timeout_seconds"]),
+    )
+
+
+def _check_database_url(url: str) -> None:
+    """Refuse an unparseable URL without echoing it (it may hold a password)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        raise ConfigError(
+            "PostgreSQL storage needs the postgres extra: pip install 'notewarden[postgres]'"
+        ) from None
+    try:
+        conninfo_to_dict(url)
+    except Exception:
+        raise ConfigError(
+            "the database URL is not a valid PostgreSQL connection string; use "
+            "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME or 'host=... dbname=...' key=value pairs"
+        ) from None
 
 
 def _workspace_uri_for_dir(directory: str) -> FileUri:

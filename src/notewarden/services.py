@@ -6,13 +6,13 @@ import logging
 from dataclasses import dataclass
 
 from notewarden.config import Config
+from notewarden.faults import armed_point
 from notewarden.ledger import Ledger
-from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.files import FILES_STORE_MIGRATIONS, FilesNoteStore
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import Connections
 from notewarden.scope.grants import Grants
 from notewarden.sealing import load_or_create_keys
+from notewarden.storage import open_ledger, open_store
 
 __all__ = ["Services", "open_services"]
 
@@ -41,10 +41,10 @@ def open_services(config: Config) -> Services:
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     grants = Grants(config)
     grants.open_all()
-    ledger = SqliteLedger(
-        config.state_dir / "notewarden.sqlite3", migrations=[("files_store", FILES_STORE_MIGRATIONS)]
-    )
-    store = FilesNoteStore(config.state_dir / "notes-index.sqlite3")
+    if armed_point():
+        logger.warning("test fault hook armed: this server pauses deletes (never set it in a deployment)")
+    ledger = open_ledger(config)
+    store = open_store(config, ledger)
     keys = load_or_create_keys(config.state_dir)
     services = Services(
         config=config,
@@ -55,10 +55,11 @@ def open_services(config: Config) -> Services:
         connections=Connections(config.state_dir / "publish.sqlite3", keys),
     )
     recover_interrupted_deletes(services)
-    resolvers = sorted({grants.root(w).resolver for w in config.workspaces})
+    directories = [grants.directory(w) for w in config.workspaces]
+    resolvers = sorted({d.resolver for d in directories if d is not None})
     logger.info(
         "workspaces opened; files are resolved with %s",
-        "/".join(resolvers) or "nothing (no workspaces)",
+        "/".join(resolvers) or "nothing (no workspace folders)",
         extra={
             "event": "workspaces_opened",
             "resolver": ",".join(resolvers),
@@ -72,8 +73,7 @@ def recover_interrupted_deletes(services: Services) -> int:
     recovered = 0
     with services.ledger.critical_section() as txn:
         for workspace in services.config.workspaces:
-            root = services.grants.root(workspace)
-            recovered += services.store.recover(txn, workspace, root)
+            recovered += services.store.recover(txn, workspace, services.grants.directory(workspace))
     if recovered:
         logger.warning("recovered %d interrupted delete(s) at start-up", recovered)
     return recovered

@@ -11,7 +11,7 @@ import pytest
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.files import FILES_STORE_MIGRATIONS, FilesNoteStore
+from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.model import content_version
 from notewarden.notes.store import VersionConflict
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected, WorkspaceRoot
@@ -33,7 +33,7 @@ def scope(tmp_path: Path) -> Iterator[WorkspaceScope]:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
-    led = SqliteLedger(tmp_path / "ledger.sqlite3", migrations=[("files_store", FILES_STORE_MIGRATIONS)])
+    led = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA])
     yield led
     led.close()
 

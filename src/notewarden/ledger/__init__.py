@@ -16,23 +16,44 @@ token text (base64 is malleable: many strings open to the same state).
 Terminal outcomes (accept+confirm, accept+not-confirmed, decline) consume; `cancel` and
 invalid answers do not, so the same state stays usable until it expires. Rows outlive
 their state's expiry by `EXPIRY_SKEW_SECONDS` and are then purged: growth is bounded by
-the confirmation rate times the TTL.
+the confirmation rate times the TTL. Instances' clocks must agree within that skew.
+
+Two implementations: `sqlite.SqliteLedger` (one host, the embedded default) and
+`postgres.PostgresLedger` (several instances). A note store that keeps its rows in the
+ledger's database writes them through the open `LedgerTxn` with `execute`, in the
+portable subset of SQL both dialects share and `?` placeholders; `lock_workspace`
+serializes the writers of one workspace where the database's own locking does not.
+A commit whose outcome is unknown (the connection died during COMMIT) runs no undo step:
+the file step then stays for `recover` to settle against what did commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["EXPIRY_SKEW_SECONDS", "Claim", "Ledger", "LedgerStats", "LedgerTxn", "LedgerUnavailable"]
+__all__ = [
+    "EXPIRY_SKEW_SECONDS",
+    "Claim",
+    "Ledger",
+    "LedgerStats",
+    "LedgerTxn",
+    "LedgerUnavailable",
+    "SchemaOutOfDate",
+    "SqlSession",
+]
 
 EXPIRY_SKEW_SECONDS = 120.0
 
 
 class LedgerUnavailable(Exception):
     """The ledger database cannot be reached; nothing was changed and the call can be retried."""
+
+
+class SchemaOutOfDate(Exception):
+    """The database schema is not the version this notewarden needs; the message says what to run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +72,21 @@ class LedgerStats:
     purged_total: int
 
 
-class LedgerTxn(Protocol):
+class SqlSession(Protocol):
+    """An open transaction on the ledger's database, for stores that keep rows there."""
+
+    @property
+    def dialect(self) -> str:
+        """ "sqlite" or "postgres", for the few statements that differ."""
+        ...
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement written with `?` placeholders; the rows it returns (none for DML
+        without RETURNING). A lost connection raises `LedgerUnavailable`."""
+        ...
+
+
+class LedgerTxn(SqlSession, Protocol):
     """One open write transaction (the critical section)."""
 
     def claim_confirmation(self, claim: Claim) -> bool:
@@ -66,15 +101,24 @@ class LedgerTxn(Protocol):
         """Run `undo` (last registered first) if the transaction does not commit."""
         ...
 
+    def lock_workspace(self, workspace: str) -> None:
+        """Hold, until this transaction ends, the lock that serializes every writer of `workspace`'s
+        trash across processes (a no-op where the transaction already excludes all writers)."""
+        ...
+
     @property
     def connection(self) -> Any:
-        """The DB-API connection, for a store that shares this database and transaction."""
+        """The DB-API connection (dialect-specific; prefer `execute`)."""
         ...
 
 
 class Ledger(Protocol):
     def critical_section(self) -> AbstractContextManager[LedgerTxn]:
         """Open a write transaction that serializes every claim; commit on normal exit."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[SqlSession]:
+        """A read-only transaction, for stores that read their rows from the ledger's database."""
         ...
 
     def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:

@@ -23,69 +23,53 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from notewarden.ledger import Claim, LedgerStats, LedgerUnavailable
+from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
 
-__all__ = ["LEDGER_MIGRATIONS", "SqliteLedger", "SqliteTxn", "apply_migrations"]
+__all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn", "apply_migrations"]
 
 logger = logging.getLogger(__name__)
 
-LEDGER_MIGRATIONS: Sequence[str] = (
-    """
-    CREATE TABLE confirmations (
-        confirmation_id TEXT PRIMARY KEY,
-        principal       TEXT NOT NULL,
-        tool            TEXT NOT NULL,
-        outcome         TEXT NOT NULL,
-        consumed_at     REAL NOT NULL,
-        expires_at      REAL NOT NULL
-    ) WITHOUT ROWID;
-    CREATE INDEX confirmations_by_expiry ON confirmations (expires_at);
-    """,
-)
-
 _PURGE_INTERVAL_SECONDS = 60.0
+_UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
 
 
 def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
-    """Bring `component`'s tables to the latest version; returns the number of steps applied."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
-        row = conn.execute("SELECT version FROM schema_versions WHERE component = ?", (component,)).fetchone()
-        current = row[0] if row else 0
-        if current > len(migrations):
-            raise RuntimeError(
-                f"database schema of {component} is version {current}, newer than this notewarden "
-                f"({len(migrations)}); upgrade notewarden"
-            )
-        for script in migrations[current:]:
-            for statement in (s.strip() for s in script.split(";")):
-                if statement:
-                    conn.execute(statement)
-        conn.execute(
-            "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
-            "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-            (component, len(migrations)),
-        )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return len(migrations) - current
+    """Bring a SQLite-only component (an index, a cache) to its latest version; steps applied."""
+    component_schema = SchemaComponent(
+        component, tables=(), sqlite=tuple(migrations), postgres=tuple(migrations)
+    )
+    return sqlite_upgrade(conn, [component_schema])[component]
 
 
-class SqliteTxn:
+class SqliteSession:
+    dialect = "sqlite"
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._undo: list[Callable[[], object]] = []
 
     @property
     def connection(self) -> sqlite3.Connection:
         return self._conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorname.startswith(_UNAVAILABLE):
+                raise LedgerUnavailable(f"the ledger database is busy or unavailable ({exc})") from exc
+            raise
+
+
+class SqliteTxn(SqliteSession):
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self._undo: list[Callable[[], object]] = []
+
+    def lock_workspace(self, workspace: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` already excludes every other writer of the file."""
 
     def claim_confirmation(self, claim: Claim) -> bool:
         row = self._conn.execute(
@@ -129,7 +113,7 @@ class SqliteLedger:
         *,
         durability: Literal["normal", "full"] = "normal",
         busy_timeout_ms: int = 10_000,
-        migrations: Sequence[tuple[str, Sequence[str]]] = (),
+        components: Sequence[SchemaComponent] = (),
     ) -> None:
         self.path = path
         self._durability = durability
@@ -140,10 +124,7 @@ class SqliteLedger:
         self._write_lock = threading.Lock()
         self._last_purge = 0.0
         self._purged_total = 0
-        conn = self._connection()
-        apply_migrations(conn, "ledger", LEDGER_MIGRATIONS)
-        for component, steps in migrations:
-            apply_migrations(conn, component, steps)
+        sqlite_upgrade(self._connection(), [LEDGER_SCHEMA, *components])
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -195,6 +176,21 @@ class SqliteLedger:
             raise
         self._maybe_purge()
 
+    @contextmanager
+    def snapshot(self) -> Iterator[SqliteSession]:
+        conn = self._connection()
+        if conn.in_transaction:  # a read from inside this thread's own critical section sees its writes
+            yield SqliteSession(conn)
+            return
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.OperationalError as exc:
+            raise LedgerUnavailable(f"the ledger database is unavailable ({exc})") from exc
+        try:
+            yield SqliteSession(conn)
+        finally:
+            conn.execute("ROLLBACK")
+
     def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
         return SqliteTxn(self._connection()).prior_outcome(confirmation_id, principal)
 
@@ -212,7 +208,7 @@ class SqliteLedger:
         purged = cursor.rowcount
         self._purged_total += purged
         if purged:
-            logger.info("ledger purged expired confirmations", extra={"purged": purged})
+            logger.info("ledger purged expired confirmations", extra={"purged": purged, "ledger": "sqlite"})
         return purged
 
     def stats(self) -> LedgerStats:

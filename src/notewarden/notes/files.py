@@ -3,18 +3,25 @@
 The filesystem cannot join a database transaction, so the ledger's write transaction is
 the critical section and the file step is reversible until COMMIT:
 
-    BEGIN IMMEDIATE
+    BEGIN (SQLite: IMMEDIATE)
       claim the confirmation id                       (ledger)
-      write trash/<id>.json  naming the original path (undo: remove it)
-      rename the note to trash/<id>, no-replace, identity-checked   (undo: rename back)
+      lock the workspace                              (PostgreSQL: pg_advisory_xact_lock)
+      write trash/<id>.json  naming the original path
+      rename the note to trash/<id>, no-replace, identity-checked   (undo: rename back, remove .json)
       INSERT the trash row
     COMMIT
 
-Every process writes the trash only while holding the ledger's write lock. So while
-`recover` holds that lock, a trash entry without a committed row can only be a leftover
-of a process that died between its rename and its COMMIT; recovery moves it back. The
+Every process changes a workspace's trash (delete, restore, purge) only while holding that
+workspace's lock (on SQLite the database write lock, which covers every workspace). So while
+`recover` holds the lock, a trash entry without a committed row can only be a leftover of a
+process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
+and recovery moves it back. Recovery runs at start-up, and again inside a delete that finds
+its note missing, so a retry on any instance heals a dead instance's half-done move. The
 outcome after any crash is "in the trash and consumed" or "untouched and still usable".
 Nothing is unlinked here: everything deleted stays in the trash until it is emptied.
+
+The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
+the portable SQL of `LedgerTxn.execute`.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -30,6 +36,7 @@ from pathlib import Path
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
+from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
 from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
@@ -44,24 +51,43 @@ from notewarden.scope.fsroot import (
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
-__all__ = ["FILES_STORE_MIGRATIONS", "FilesNoteStore"]
+__all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
 
 logger = logging.getLogger(__name__)
 
-FILES_STORE_MIGRATIONS: Sequence[str] = (
-    """
-    CREATE TABLE trash (
-        trash_id        TEXT PRIMARY KEY,
-        workspace       TEXT NOT NULL,
-        note_id         TEXT NOT NULL,
-        title           TEXT NOT NULL,
-        principal       TEXT NOT NULL,
-        confirmation_id TEXT,
-        deleted_at      REAL NOT NULL,
-        dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL
-    );
-    CREATE INDEX trash_by_workspace ON trash (workspace, deleted_at);
-    """,
+FILES_STORE_SCHEMA = SchemaComponent(
+    "files_store",
+    tables=("trash",),
+    sqlite=(
+        """
+        CREATE TABLE trash (
+            trash_id        TEXT PRIMARY KEY,
+            workspace       TEXT NOT NULL,
+            note_id         TEXT NOT NULL,
+            title           TEXT NOT NULL,
+            principal       TEXT NOT NULL,
+            confirmation_id TEXT,
+            deleted_at      REAL NOT NULL,
+            dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL
+        );
+        CREATE INDEX trash_by_workspace ON trash (workspace, deleted_at);
+        """,
+    ),
+    postgres=(
+        """
+        CREATE TABLE trash (
+            trash_id        text PRIMARY KEY,
+            workspace       text NOT NULL,
+            note_id         text NOT NULL,
+            title           text NOT NULL,
+            principal       text NOT NULL,
+            confirmation_id text,
+            deleted_at      double precision NOT NULL,
+            dev bigint NOT NULL, ino bigint NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL
+        );
+        CREATE INDEX trash_by_workspace ON trash (workspace, deleted_at);
+        """,
+    ),
 )
 
 _SIDECAR = ".json"
@@ -165,9 +191,8 @@ class FilesNoteStore:
         return Note(new_id, extract_title(head, new_id), identity)
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:
-        conn: sqlite3.Connection = txn.connection
         entries = []
-        for trash_id, note_id, title, deleted_at in conn.execute(
+        for trash_id, note_id, title, deleted_at in txn.execute(
             "SELECT trash_id, note_id, title, deleted_at FROM trash WHERE workspace = ? "
             "ORDER BY deleted_at DESC, trash_id",
             (str(scope.workspace),),
@@ -184,9 +209,11 @@ class FilesNoteStore:
         self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
     ) -> Note:
         root = scope.root
-        row = txn.connection.execute(
+        txn.lock_workspace(str(scope.workspace))
+        rows = txn.execute(
             "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
-        ).fetchone()
+        )
+        row = rows[0] if rows else None
         if row is None or not scope.contains(row[0]) or root.trash_entry(trash_id) is None:
             raise NoteMissing(
                 f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
@@ -194,7 +221,7 @@ class FilesNoteStore:
         target = _inside(scope, new_id or row[0])
         identity = root.restore(trash_id, target)
         txn.on_rollback(lambda: root.quarantine(target, trash_id, identity))
-        txn.connection.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+        txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
         with suppress(NoteMissing):
             root.purge_trash_entry(trash_id + _SIDECAR)
         self.index.note_changed(str(scope.workspace), root, target)
@@ -210,11 +237,12 @@ class FilesNoteStore:
         progress: ProgressSink | None = None,
     ) -> int:
         root = scope.root
+        txn.lock_workspace(str(scope.workspace))
         for entry in entries:
             if root.trash_entry(entry.trash_id) != entry.identity:
                 raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
         for done, entry in enumerate(entries, 1):
-            txn.connection.execute(
+            txn.execute(
                 "DELETE FROM trash WHERE trash_id = ? AND workspace = ?",
                 (entry.trash_id, str(scope.workspace)),
             )
@@ -234,18 +262,45 @@ class FilesNoteStore:
         principal: str,
         confirmation_id: str,
     ) -> TrashedNote:
+        txn.lock_workspace(str(scope.workspace))
+        try:
+            return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
+        except NoteMissing:
+            if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
+                raise
+        return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
+
+    def _trash(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        candidate: Candidate,
+        *,
+        principal: str,
+        confirmation_id: str,
+    ) -> TrashedNote:
         root = scope.root
         trash_id = _new_trash_id()
+        sidecar_name = trash_id + _SIDECAR
         deleted_at = time.time()
         sidecar = json.dumps(
             {"workspace": str(scope.workspace), "note_id": candidate.id, "deleted_at": deleted_at}
         )
-        root.write_trash_file(trash_id + _SIDECAR, sidecar.encode())
-        txn.on_rollback(lambda: root.purge_trash_entry(trash_id + _SIDECAR))
-        identity = root.quarantine(candidate.id, trash_id, candidate.identity)
-        txn.on_rollback(lambda: root.restore(trash_id, candidate.id))
+        root.write_trash_file(sidecar_name, sidecar.encode())
+        try:
+            identity = root.quarantine(candidate.id, trash_id, candidate.identity)
+        except BaseException:
+            root.purge_trash_entry(sidecar_name)
+            raise
+
+        def put_back() -> None:
+            root.restore(trash_id, candidate.id)
+            root.purge_trash_entry(sidecar_name)  # only once the note is back: recovery needs it until then
+            self.index.note_changed(str(scope.workspace), root, candidate.id)
+
+        txn.on_rollback(put_back)
         self.index.note_changed(str(scope.workspace), root, candidate.id)
-        txn.connection.execute(
+        txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
             "dev, ino, size, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -271,16 +326,17 @@ class FilesNoteStore:
             identity=identity,
         )
 
-    def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot) -> int:
-        conn: sqlite3.Connection = txn.connection
+    def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
+        if root is None:
+            raise ValueError(f"the files store needs the directory of {workspace} to recover it")
+        txn.lock_workspace(str(workspace))
         committed = {
-            row[0]
-            for row in conn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
+            row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
         }
         recovered = 0
         for trash_id in sorted(committed):
             if root.trash_entry(trash_id) is None:
-                conn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+                txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
                 with suppress(NoteMissing):
                     root.purge_trash_entry(trash_id + _SIDECAR)
                 recovered += 1

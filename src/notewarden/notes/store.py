@@ -1,7 +1,9 @@
 """The `NoteStore` protocol: what every note backend offers the tools.
 
 A store never authorizes: it receives a `WorkspaceScope` that `grants` produced, and
-operates only inside it. Mutations take the ledger's open transaction (`LedgerTxn`), so
+operates only inside it. Every store uses the same note model (`notes.model`): a note
+belongs to a workspace URI and its id is a relative path under `fsroot.split_relative`'s
+rules, so a scope's subtree contains the same ids whatever the store. Mutations take the ledger's open transaction (`LedgerTxn`), so
 that a store sharing the ledger's database writes its rows in the same transaction as
 the claim, and a store that cannot (files) registers an undo step to run on rollback.
 
@@ -92,8 +94,9 @@ class NoteStore(Protocol):
         """
         ...
 
-    def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot) -> int:
-        """Undo trash moves whose transaction never committed (a crash); returns how many."""
+    def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
+        """Undo trash moves whose transaction never committed (a crash); returns how many.
+        `root` is the workspace's directory, `None` for stores whose workspaces are not folders."""
         ...
 
     def find_titled(

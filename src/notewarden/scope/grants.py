@@ -12,7 +12,9 @@ Rule 4: errors name what the caller sent and what *this* principal is granted, n
 what any other principal may use.
 
 The result of a successful check is a `WorkspaceScope`: the only way other modules get
-a `WorkspaceRoot` (an open directory handle) to operate on.
+a `WorkspaceRoot` (an open directory handle) to operate on. With a SQL note store the
+workspace is a name in the database, not a folder: the URI is parsed and matched the same
+way, but no directory is opened and the scope has none (`DATABASE_WORKSPACE_IDENTITY`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from notewarden.config import Config, load_config
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
-__all__ = ["AuthorizationError", "Grants", "ScopeError", "WorkspaceScope"]
+__all__ = ["DATABASE_WORKSPACE_IDENTITY", "AuthorizationError", "Grants", "ScopeError", "WorkspaceScope"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,11 @@ class AuthorizationError(Exception):
     """The principal may not use the named workspace."""
 
 
+DATABASE_WORKSPACE_IDENTITY = (0, 0)
+"""The identity of a workspace kept in a database: there is no directory that could be swapped;
+each note carries its own identity (row id and version), checked inside the store's transaction."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkspaceScope:
     """A principal's authorized view of one workspace, holding its directory handle."""
@@ -47,7 +54,25 @@ class WorkspaceScope:
     principal: str
     workspace: FileUri
     subtree: tuple[str, ...]
-    root: WorkspaceRoot
+    directory: WorkspaceRoot | None
+
+    @property
+    def root(self) -> WorkspaceRoot:
+        """The workspace folder's handle; only a folder-backed store asks for it."""
+        if self.directory is None:
+            raise RuntimeError(f"{self.workspace} is kept in the database; it has no directory")
+        return self.directory
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """What round 1 seals and the commit re-checks: the folder's (dev, ino), or the database marker."""
+        return self.directory.identity if self.directory is not None else DATABASE_WORKSPACE_IDENTITY
+
+    def verify_identity(self, expected: tuple[int, int]) -> None:
+        if self.directory is not None:
+            self.directory.verify_identity(expected)
+        elif tuple(expected) != DATABASE_WORKSPACE_IDENTITY:
+            raise AuthorizationError(f"{self.workspace} is not the workspace that was confirmed")
 
     def contains(self, note_id: str) -> bool:
         """Whether a note id (a POSIX path relative to the workspace root) is inside the subtree."""
@@ -71,6 +96,7 @@ class Grants:
         self._mtime_ns = self._source_mtime(config)
         self._roots: dict[FileUri, WorkspaceRoot] = {}
         self._lock = threading.Lock()
+        self._directories = config.storage.workspaces_are_directories  # [storage] applies at start-up
 
     @property
     def config(self) -> Config:
@@ -92,7 +118,7 @@ class Grants:
         for workspace in granted:
             below = uri.relative_to(workspace)
             if below is not None:
-                return WorkspaceScope(principal, workspace, below, self.root(workspace))
+                return WorkspaceScope(principal, workspace, below, self.directory(workspace))
         listing = ", ".join(str(w) for w in granted) if granted else "none"
         raise AuthorizationError(
             f"workspace {uri} is not granted to principal {principal}; granted: {listing}"
@@ -105,7 +131,11 @@ class Grants:
     def open_all(self) -> None:
         """Open every configured workspace now, so a missing folder fails at start-up."""
         for workspace in self._config.workspaces:
-            self.root(workspace)
+            self.directory(workspace)
+
+    def directory(self, workspace: FileUri) -> WorkspaceRoot | None:
+        """The workspace's open folder, or `None` when notes live in a database (no folder needed)."""
+        return self.root(workspace) if self._directories else None
 
     def close(self) -> None:
         with self._lock:
@@ -136,6 +166,8 @@ class Grants:
                     self._config = _without_grants(self._config)
                 else:
                     logger.info("config reloaded from %s", source)
+                    if fresh.storage != self._config.storage:
+                        logger.warning("[storage] changed in %s; it takes effect at the next start", source)
                     self._config, self._mtime_ns = fresh, mtime
         return self._config
 

@@ -43,6 +43,7 @@ from notewarden.confirm.forms import (
     judge_selection,
 )
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, new_confirmation_id
+from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.model import match_words
 from notewarden.scope.fsroot import IdentityMismatch, NoteMissing
@@ -210,11 +211,12 @@ class DeleteTool:
             with self.services.ledger.critical_section() as txn:
                 if not txn.claim_confirmation(claim):
                     raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                pause_point("after_claim")
                 if outcome.mutates:
                     scope = self.services.grants.authorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
                     )
-                    scope.root.verify_identity(state.workspace_identity)
+                    scope.verify_identity(state.workspace_identity)
                     for candidate in verdict.chosen:
                         try:
                             trashed = self.services.store.move_to_trash(
@@ -231,6 +233,8 @@ class DeleteTool:
                                 f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
                             ) from None
                         deleted.append(trashed)
+                    pause_point("after_mutation")
+            pause_point("after_commit")
         workspace = call.arguments["workspaceUri"]
         structured: dict[str, Any] = {
             "outcome": outcome.label,
@@ -272,7 +276,7 @@ def new_state(scope: WorkspaceScope, candidates: Sequence[Candidate]) -> Confirm
         phase=PHASE,
         principal=scope.principal,
         workspace=str(scope.workspace),
-        workspace_identity=scope.root.identity,
+        workspace_identity=scope.identity,
         candidates=tuple(candidates),
         confirmation_id=new_confirmation_id(),
         issued_at=time.time(),

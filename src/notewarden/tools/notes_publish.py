@@ -52,7 +52,7 @@ import mcp_types as types
 from notewarden.confirm.forms import Outcome
 from notewarden.confirm.state import InvalidState, new_confirmation_id
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
-from notewarden.notes.model import extract_title
+from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
@@ -211,7 +211,9 @@ class PublishTool:
     async def __call__(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])  # 1
         target = self.target(call.arguments["target"])
-        note = await anyio.to_thread.run_sync(read_note, scope, call.arguments["noteId"])  # 2 find
+        note = await anyio.to_thread.run_sync(
+            read_note, self.services.store, scope, call.arguments["noteId"]
+        )  # 2 find
         credential = self.connections.credential(call.principal, target.id)  # 3 credential
         if call.request_state is None and credential is not None:
             return await anyio.to_thread.run_sync(partial(self.publish_now, call, target, note, credential))
@@ -354,7 +356,7 @@ class PublishTool:
                 self.connections.abandon(state.connection_id, call.principal)
                 return result({**structured, "outcome": "declined"}, "Declined: nothing was published.")
             scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-            note = read_note(scope, state.note_id)
+            note = read_note(self.services.store, scope, state.note_id)
             credential = self.connections.credential(call.principal, target.id)
             if credential is None:
                 raise ToolFailure(
@@ -419,14 +421,19 @@ def already_used(prior: str | None) -> ToolFailure:
     )
 
 
-def read_note(scope: WorkspaceScope, note_id: str) -> NoteToSend:
-    """The note's text, read through the workspace handle; only ids inside the scope."""
+def read_note(store: NoteStore, scope: WorkspaceScope, note_id: str) -> NoteToSend:
+    """The note's text, read through the configured store; only ids inside the scope."""
     split_relative(note_id)  # refuses absolute paths, '..', empty parts with a clear message
     if not scope.contains(note_id):
         raise ToolFailure("note_missing", f"note {note_id!r} is not inside {scope.uri}")
-    data, _ = scope.root.read_note(note_id, max_bytes=MAX_NOTE_BYTES)
+    content = store.read_note(scope, note_id)
+    if len(content.data) > MAX_NOTE_BYTES:
+        raise ToolFailure(
+            "note_too_large",
+            f"{note_id} is {len(content.data)} bytes; at most {MAX_NOTE_BYTES} can be published",
+        )
     return NoteToSend(
-        note_id=note_id, title=extract_title(data, note_id), markdown=data.decode("utf-8", "replace")
+        note_id=note_id, title=content.note.title, markdown=content.data.decode("utf-8", "replace")
     )
 
 

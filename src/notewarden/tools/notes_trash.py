@@ -187,7 +187,7 @@ class TrashTools:
             phase=PHASE,
             principal=scope.principal,
             workspace=str(scope.workspace),
-            workspace_identity=scope.root.identity,
+            workspace_identity=scope.identity,
             candidates=(),
             confirmation_id=new_confirmation_id(),
             issued_at=time.time(),
@@ -234,7 +234,7 @@ class TrashTools:
                     scope = self.services.grants.authorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
                     )
-                    scope.root.verify_identity(state.workspace_identity)
+                    scope.verify_identity(state.workspace_identity)
                     entries = [
                         e
                         for e in self.services.store.list_trash(txn, scope)

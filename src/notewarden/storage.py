@@ -1,0 +1,135 @@
+"""Which ledger and note store a configuration selects, their schemas, and `notewarden db`.
+
+| `[storage] notes` | ledger               | notes live in                        | a delete's trash            |
+|-------------------|----------------------|--------------------------------------|-----------------------------|
+| `files` (default) | `sqlite` or `postgres` | markdown files in workspace folders | `.notewarden-trash/` + a `trash` row |
+| `sqlite`          | `sqlite`             | `notes` rows in state_dir/notewarden.sqlite3 | a `notes_trash` row   |
+| `postgres`        | `postgres`           | `notes` rows in PostgreSQL           | a `notes_trash` row         |
+
+Schema changes: the SQLite file is created and upgraded by whichever process opens it
+(the embedded default works with one command); PostgreSQL only by `notewarden db upgrade`,
+and a server refuses to start on a PostgreSQL schema that is behind (see `ledger.schema`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from notewarden.config import Config
+from notewarden.ledger import Ledger, SqlSession
+from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade, sqlite_versions
+from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
+from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.notes.store import NoteStore
+
+if TYPE_CHECKING:
+    from notewarden.ledger.postgres import PostgresLedger
+
+__all__ = ["STORE_SCHEMAS", "open_ledger", "open_store", "schema_status", "sqlite_path", "upgrade_schema"]
+
+STORE_SCHEMAS: Mapping[str, SchemaComponent] = {
+    "files": FILES_STORE_SCHEMA,
+    "sqlite": SQL_STORE_SCHEMA,
+    "postgres": SQL_STORE_SCHEMA,
+}
+
+
+def sqlite_path(config: Config) -> Path:
+    return config.state_dir / "notewarden.sqlite3"
+
+
+def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
+    settings = config.storage
+    components = [STORE_SCHEMAS[settings.notes]]
+    if settings.ledger == "sqlite":
+        return SqliteLedger(sqlite_path(config), components=components)
+    from notewarden.ledger.postgres import PostgresLedger
+
+    assert settings.database_url is not None  # config validation guarantees it
+    return PostgresLedger(
+        settings.database_url,
+        components=components,
+        pool_size=settings.pool_size,
+        connect_timeout=settings.connect_timeout_seconds,
+        statement_timeout=settings.statement_timeout_seconds,
+        check_schema=check_schema,
+    )
+
+
+def open_store(config: Config, ledger: Ledger) -> NoteStore:
+    if config.storage.notes == "files":
+        return FilesNoteStore(config.state_dir / "notes-index.sqlite3")
+    return SqlNoteStore(ledger)
+
+
+def upgrade_schema(config: Config) -> dict[str, int]:
+    """Bring the configured database to the latest schema; steps applied per component."""
+    components = [LEDGER_SCHEMA, STORE_SCHEMAS[config.storage.notes]]
+    if config.storage.ledger == "sqlite":
+        config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with closing(sqlite3.connect(sqlite_path(config), isolation_level=None)) as conn:
+            return sqlite_upgrade(conn, components)
+    with _postgres(config) as ledger:
+        return ledger.upgrade()
+
+
+@contextmanager
+def _postgres(config: Config) -> Iterator[PostgresLedger]:
+    from notewarden.ledger.postgres import PostgresLedger
+
+    ledger = open_ledger(config, check_schema=False)
+    assert isinstance(ledger, PostgresLedger)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+@contextmanager
+def _read_only(config: Config) -> Iterator[tuple[str, dict[str, int], SqlSession]]:
+    """Where the database is, its schema versions, and a session that changes nothing."""
+    if config.storage.ledger == "sqlite":
+        path = sqlite_path(config)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist yet: any start of notewarden creates it")
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+            yield f"sqlite {path}", sqlite_versions(conn), SqliteSession(conn)
+        return
+    with _postgres(config) as ledger, ledger.snapshot() as db:
+        yield f"postgres {ledger.where}", ledger.versions(), db
+
+
+def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, list[tuple[str, str]]]:
+    """(up to date?, lines of `notewarden db status`): where, schema versions, row counts, expiry."""
+    now = time.time() if now is None else now
+    components = [LEDGER_SCHEMA, STORE_SCHEMAS[config.storage.notes]]
+    with _read_only(config) as (where, versions, db):
+        lines = [("database", f"{where}; notes: {config.storage.notes}")]
+        for component in components:
+            found = versions.get(component.name, 0)
+            mark = "up to date" if found == component.latest else "run `notewarden db upgrade --config FILE`"
+            lines.append((f"schema {component.name}", f"version {found} of {component.latest} ({mark})"))
+        for component in components:
+            if versions.get(component.name, 0):
+                for table in component.tables:
+                    ((rows,),) = db.execute(f"SELECT count(*) FROM {table}")
+                    lines.append((f"rows {table}", str(rows)))
+        if versions.get(LEDGER_SCHEMA.name, 0):
+            ((oldest, expired),) = db.execute(
+                "SELECT min(expires_at), count(CASE WHEN expires_at < ? THEN 1 END) FROM confirmations",
+                (now,),
+            )
+            lines.append(("oldest expiry", _iso(oldest) if oldest is not None else "-"))
+            lines.append(("expired, awaiting purge", f"{expired} (each server purges them every minute)"))
+    current = all(versions.get(c.name, 0) == c.latest for c in components)
+    return current, lines
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))

@@ -1,0 +1,231 @@
+"""The SQL note store on both databases: the note model, identities that see every writer, the move."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from notewarden.confirm.state import Candidate
+from notewarden.ledger import Ledger
+from notewarden.ledger.postgres import PostgresLedger
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.model import Note, content_version
+from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.notes.store import VersionConflict
+from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import FileUri, parse_file_uri
+from notewarden.tools.notes_publish import read_note
+from notewarden.tools.registry import ToolFailure
+from tests.pg import PgDatabase
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Iterator[Ledger]:
+    if request.param == "sqlite":
+        opened: Ledger = SqliteLedger(tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA])
+    else:
+        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA], check_schema=False)
+        upgrader.upgrade()
+        upgrader.close()
+        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA])
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def workspace() -> FileUri:
+    return parse_file_uri(f"file:///db-only/{time.time_ns()}/notes")
+
+
+def scope(workspace: FileUri, *subtree: str) -> WorkspaceScope:
+    return WorkspaceScope("alice", workspace, tuple(subtree), None)
+
+
+def candidate(note: Note) -> Candidate:
+    return Candidate(id=note.id, title=note.title, identity=note.identity)
+
+
+def sql(ledger: Ledger, statement: str, *params: object) -> None:
+    with ledger.critical_section() as txn:
+        txn.execute(statement, params)
+
+
+def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
+    store.create_note(scope(workspace), "b.md", b"# Heading title\n")
+    store.create_note(scope(workspace), "plain-stem.txt", b"no title here\n")
+    notes = store.list_notes(scope(workspace))
+    assert [(n.id, n.title) for n in notes] == [
+        ("b.md", "Heading title"),
+        ("plain-stem.txt", "plain-stem"),
+        ("reports/tps.md", "TPS report"),
+    ]
+    assert [n.id for n in store.list_notes(scope(workspace, "reports"))] == ["reports/tps.md"]
+    note = notes[0]
+    assert note.size == len(b"# Heading title\n") and abs(note.modified - time.time()) < 60
+
+
+@pytest.mark.parametrize(
+    "bad", ["../x.md", "/abs.md", "a//b.md", ".notewarden-trash/x.md", "a\\b.md", "x\x00.md", ""]
+)
+def test_note_ids_follow_the_relative_path_rules(ledger: Ledger, workspace: FileUri, bad: str) -> None:
+    with pytest.raises(PathRejected):
+        SqlNoteStore(ledger).create_note(scope(workspace), bad, b"# x\n")
+
+
+def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(scope(workspace), "a.md", b"# A\n")
+    with pytest.raises(NoteExists):
+        store.create_note(scope(workspace), "a.md", b"# again\n")
+    sql(
+        ledger,
+        "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
+        str(workspace),
+        "../evil.md",
+        "# E\n",
+        1,
+    )
+    assert [n.id for n in store.list_notes(scope(workspace))] == ["a.md"]
+
+
+def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    created = store.create_note(scope(workspace), "n.md", b"# N\nsame size").note
+    sql(
+        ledger,
+        "UPDATE notes SET body = ? WHERE workspace = ? AND path = ?",
+        "# N\nSAME SIZE",
+        str(workspace),
+        "n.md",
+    )
+    (edited,) = store.list_notes(scope(workspace))
+    assert edited.identity.ino == created.identity.ino, "same row"
+    assert edited.identity.dev == created.identity.dev + 1, "the trigger bumped the version"
+    assert edited.identity.mtime_ns > created.identity.mtime_ns - 2_000_000, (
+        "the trigger's clock (ms on SQLite)"
+    )
+    sql(ledger, "DELETE FROM notes WHERE workspace = ? AND path = ?", str(workspace), "n.md")
+    store.create_note(scope(workspace), "n.md", b"# N\nSAME SIZE")
+    (replaced,) = store.list_notes(scope(workspace))
+    assert replaced.identity.ino != edited.identity.ino, "a re-created note is another row"
+
+
+def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspace: FileUri) -> None:
+    store = SqlNoteStore(ledger)
+    store.create_note(scope(workspace), "keep/n.md", b"# N\n")
+    (shown,) = store.list_notes(scope(workspace))
+    sql(
+        ledger,
+        "UPDATE notes SET body = ? WHERE path = ? AND workspace = ?",
+        "# N!\n",
+        "keep/n.md",
+        str(workspace),
+    )
+    with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
+        store.move_to_trash(txn, scope(workspace), candidate(shown), principal="alice", confirmation_id="c1")
+    with pytest.raises(PathRejected), ledger.critical_section() as txn:
+        store.move_to_trash(
+            txn, scope(workspace, "other"), candidate(shown), principal="alice", confirmation_id="c1"
+        )
+    (current,) = store.list_notes(scope(workspace))
+    with ledger.critical_section() as txn:
+        trashed = store.move_to_trash(
+            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c2"
+        )
+    assert store.list_notes(scope(workspace)) == []
+    with ledger.snapshot() as db:
+        rows = db.execute(
+            "SELECT path, body, confirmation_id FROM notes_trash WHERE trash_id = ?", (trashed.trash_id,)
+        )
+    assert rows == [("keep/n.md", "# N!\n", "c2")]
+    with pytest.raises(NoteMissing), ledger.critical_section() as txn:
+        store.move_to_trash(
+            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c3"
+        )
+
+
+def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, workspace: FileUri) -> None:
+    store, everywhere = SqlNoteStore(ledger), scope(workspace)
+    for i in range(5):
+        store.create_note(everywhere, f"p/n{i}.md", f"# Page {i}\n\nreport number {i}\n".encode())
+    assert [n.id for n in store.list_page(everywhere, after="p/n1.md", limit=2)] == ["p/n2.md", "p/n3.md"]
+    assert [n.id for n in store.find_titled(everywhere, ["page", "3"])] == ["p/n3.md"]
+    hits = store.search(everywhere, ["rep", "3"], after=None, limit=10)
+    assert [h.note.id for h in hits] == ["p/n3.md"]
+    assert "**report** number **3**" in hits[0].snippet
+    assert store.search(everywhere, ["port"], after=None, limit=10) == [], "terms match word starts"
+    first = store.search(everywhere, ["page"], after=None, limit=2)
+    rest = store.search(everywhere, ["page"], after=first[-1].position, limit=10)
+    assert [h.note.id for h in first + rest] == [f"p/n{i}.md" for i in range(5)]
+
+    with pytest.raises(NoteMissing):
+        store.notes_by_id(everywhere, ["p/n0.md", "p/none.md"])
+    current = store.read_note(everywhere, "p/n0.md")
+    assert current.data == b"# Page 0\n\nreport number 0\n" and current.version == content_version(
+        current.data
+    )
+    updated = store.update_note(
+        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version=current.version
+    )
+    assert updated.version == content_version(b"# Page 0\n\nedited\n")
+    with pytest.raises(VersionConflict) as conflict:
+        store.update_note(everywhere, "p/n0.md", b"# other\n", expected_version=current.version)
+    assert conflict.value.current_version == updated.version
+    assert store.update_note(
+        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version="stale"
+    ).data == (updated.data), "writing what is there is a harmless retry"
+    with pytest.raises(NoteExists):
+        store.move_note(everywhere, "p/n0.md", "p/n1.md")
+    assert store.move_note(everywhere, "p/n0.md", "q/moved.md").id == "q/moved.md"
+
+    (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
+    with ledger.critical_section() as txn:
+        trashed = store.move_to_trash(
+            txn, everywhere, candidate(moved), principal="alice", confirmation_id="c"
+        )
+        (listed,) = store.list_trash(txn, everywhere)
+        assert listed == trashed
+        assert store.list_trash(txn, scope(workspace, "p")) == [], "the trash is scoped by original path too"
+    store.create_note(everywhere, "q/moved.md", b"# taken again\n")
+    with pytest.raises(NoteExists), ledger.critical_section() as txn:
+        store.restore(txn, everywhere, trashed.trash_id)
+    with ledger.critical_section() as txn:
+        back = store.restore(txn, everywhere, trashed.trash_id, new_id="q/back.md")
+    assert store.read_note(everywhere, back.id).data == b"# Page 0\n\nedited\n"
+
+    (two,) = store.notes_by_id(everywhere, ["p/n2.md"])
+    with ledger.critical_section() as txn:
+        store.move_to_trash(txn, everywhere, candidate(two), principal="alice", confirmation_id="c2")
+        entries = store.list_trash(txn, everywhere)
+    stale = [
+        type(entries[0])(**{**{f: getattr(entries[0], f) for f in entries[0].__slots__}, "identity": None})
+    ]
+    with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
+        store.purge_trash(txn, everywhere, stale)
+    with ledger.critical_section() as txn:
+        assert store.purge_trash(txn, everywhere, entries) == 1
+        assert store.list_trash(txn, everywhere) == []
+
+
+def test_publish_reads_the_note_through_the_store(ledger: Ledger, workspace: FileUri) -> None:
+    """notes_publish reads what it sends via the configured store, so it works without a folder."""
+    store = SqlNoteStore(ledger)
+    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
+    sent = read_note(store, scope(workspace), "reports/tps.md")
+    assert (sent.note_id, sent.title, sent.markdown) == (
+        "reports/tps.md",
+        "TPS report",
+        "---\ntitle: TPS report\n---\nbody\n",
+    )
+    with pytest.raises(ToolFailure, match="not inside"):
+        read_note(store, scope(workspace, "drafts"), "reports/tps.md")
+    with pytest.raises(PathRejected):
+        read_note(store, scope(workspace), "../etc/passwd")

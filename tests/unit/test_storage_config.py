@@ -1,0 +1,59 @@
+"""`[storage]`: defaults unchanged, every mistake named with what is allowed, the URL kept secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from notewarden.config import DATABASE_URL_ENV, ConfigError, StorageSettings, parse_storage
+
+URL = "postgresql://nw:secret-pw@db.internal:5432/notewarden"
+
+
+def test_defaults_are_the_embedded_files_and_sqlite() -> None:
+    settings = parse_storage({}, env={})
+    assert settings == StorageSettings()
+    assert (settings.notes, settings.ledger, settings.database_url) == ("files", "sqlite", None)
+    assert settings.workspaces_are_directories
+
+
+def test_postgres_notes_default_to_the_postgres_ledger_and_read_the_env() -> None:
+    settings = parse_storage({"notes": "postgres"}, env={DATABASE_URL_ENV: URL})
+    assert (settings.notes, settings.ledger, settings.database_url) == ("postgres", "postgres", URL)
+    assert not settings.workspaces_are_directories
+    assert "secret-pw" not in repr(settings)
+
+
+def test_the_environment_wins_over_the_file() -> None:
+    other = "postgresql://nw@other/notewarden"
+    settings = parse_storage({"ledger": "postgres", "database_url": other}, env={DATABASE_URL_ENV: URL})
+    assert settings.database_url == URL
+    assert parse_storage({"ledger": "postgres", "database_url": other}, env={}).database_url == other
+
+
+@pytest.mark.parametrize(
+    ("table", "env", "message"),
+    [
+        ({"notes": "redis"}, {}, "use one of files, sqlite, postgres"),
+        ({"ledger": "redis"}, {}, "use sqlite or postgres"),
+        ({"notes": "sqlite", "ledger": "postgres"}, {DATABASE_URL_ENV: URL}, "needs ledger = 'sqlite'"),
+        ({"notes": "postgres", "ledger": "sqlite"}, {}, "needs ledger = 'postgres'"),
+        ({"ledger": "postgres"}, {}, f"set {DATABASE_URL_ENV}"),
+        ({"database_url": URL}, {}, "neither notes nor ledger is postgres"),
+        (
+            {"ledger": "postgres", "database_url": "secret-pw =broken"},
+            {},
+            "not a valid PostgreSQL connection string",
+        ),
+        ({"pool_size": 0}, {}, "pool_size must be a number between 1 and 1000"),
+        ({"connect_timeout_seconds": "5"}, {}, "connect_timeout_seconds must be a number"),
+        ({"statement_timeout_seconds": True}, {}, "statement_timeout_seconds must be a number"),
+        ({"pool": 3}, {}, "unknown key(s) pool in [storage]; allowed:"),
+    ],
+)
+def test_mistakes_are_named(table: dict[str, Any], env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_storage(table, env=env)
+    assert message in str(error.value)
+    assert "secret-pw" not in str(error.value)
