@@ -477,6 +477,15 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
             if storage is not None:
                 reset_database(storage["database_url"])
             config = prepare_notewarden(work, bench_notes(0, total), tag=tag, storage=storage)
+            if storage is not None:  # the schema is created explicitly, never by a request
+                upgrade = subprocess.run(
+                    [sys.executable, "-m", "notewarden", "db", "--config", str(config), "upgrade"],
+                    capture_output=True,
+                    text=True,
+                )
+                if upgrade.returncode != 0:
+                    unavailable = f"notewarden db upgrade failed: {(upgrade.stderr or upgrade.stdout)[-400:]}"
+                    break
             try:
                 server = start_notewarden(config, instances=count, name=f"notewarden x{count}")
             except StartFailed as exc:
