@@ -53,7 +53,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
@@ -108,6 +108,7 @@ class StorageSettings:
     notes: str = "files"
     ledger: str = "sqlite"
     database_url: str | None = field(default=None, repr=False)  # a secret: never printed or logged
+    durability: Literal["normal", "full"] = "normal"
     pool_size: int = 8
     connect_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
@@ -398,6 +399,7 @@ def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ)
         "notes",
         "ledger",
         "database_url",
+        "durability",
         "pool_size",
         "connect_timeout_seconds",
         "statement_timeout_seconds",
@@ -428,6 +430,12 @@ def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ)
         _check_database_url(url)
     elif "database_url" in table:
         raise ConfigError("[storage] database_url is set but neither notes nor ledger is postgres")
+    durability = table.get("durability", "normal")
+    if durability not in ("normal", "full"):
+        raise ConfigError(
+            f'[storage] durability = {durability!r}: use "normal" (survives a killed process) or '
+            '"full" (also survives power loss, one fsync per step)'
+        )
     numbers = {
         "pool_size": (1, 1000),
         "connect_timeout_seconds": (0.5, 600),
@@ -443,6 +451,7 @@ def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ)
         notes=notes,
         ledger=ledger,
         database_url=url if ledger == "postgres" else None,
+        durability=durability,
         pool_size=int(values["pool_size"]),
         connect_timeout_seconds=float(values["connect_timeout_seconds"]),
         statement_timeout_seconds=float(values["statement_timeout_seconds"]),

@@ -48,7 +48,7 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     settings = config.storage
     components = [STORE_SCHEMAS[settings.notes]]
     if settings.ledger == "sqlite":
-        return SqliteLedger(sqlite_path(config), components=components)
+        return SqliteLedger(sqlite_path(config), components=components, durability=settings.durability)
     from notewarden.ledger.postgres import PostgresLedger
 
     assert settings.database_url is not None  # config validation guarantees it
@@ -64,7 +64,7 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
 
 def open_store(config: Config, ledger: Ledger) -> NoteStore:
     if config.storage.notes == "files":
-        return FilesNoteStore(config.state_dir / "notes-index.sqlite3")
+        return FilesNoteStore(config.state_dir / "notes-index.sqlite3", durability=config.storage.durability)
     return SqlNoteStore(ledger)
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from notewarden.config import DATABASE_URL_ENV, ConfigError, StorageSettings, parse_storage
+from notewarden.config import DATABASE_URL_ENV, ConfigError, StorageSettings, parse_config, parse_storage
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.files import FilesNoteStore
+from notewarden.services import open_services
 
 URL = "postgresql://nw:secret-pw@db.internal:5432/notewarden"
 
@@ -50,6 +54,7 @@ def test_the_environment_wins_over_the_file() -> None:
         ({"connect_timeout_seconds": "5"}, {}, "connect_timeout_seconds must be a number"),
         ({"statement_timeout_seconds": True}, {}, "statement_timeout_seconds must be a number"),
         ({"pool": 3}, {}, "unknown key(s) pool in [storage]; allowed:"),
+        ({"durability": "paranoid"}, {}, 'use "normal" (survives a killed process) or "full"'),
     ],
 )
 def test_mistakes_are_named(table: dict[str, Any], env: dict[str, str], message: str) -> None:
@@ -57,3 +62,28 @@ def test_mistakes_are_named(table: dict[str, Any], env: dict[str, str], message:
         parse_storage(table, env=env)
     assert message in str(error.value)
     assert "secret-pw" not in str(error.value)
+
+
+@pytest.mark.parametrize(("durability", "synchronous"), [("normal", 1), ("full", 2)])
+def test_durability_reaches_the_ledger_and_the_trash(
+    tmp_path: Path, durability: str, synchronous: int
+) -> None:
+    """`full` is SQLite's synchronous=FULL plus fsynced trash sidecars; `normal` survives a killed process."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n")
+    config = parse_config(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "workspace": [{"uri": f"file://{notes}"}],
+            "storage": {"durability": durability},
+        }
+    )
+    services = open_services(config)
+    try:
+        assert isinstance(services.ledger, SqliteLedger) and isinstance(services.store, FilesNoteStore)
+        with services.ledger.critical_section() as txn:
+            assert txn.connection.execute("PRAGMA synchronous").fetchone()[0] == synchronous
+        assert services.store._sync_trash is (durability == "full")
+    finally:
+        services.close()

@@ -108,9 +108,14 @@ def _inside(scope: WorkspaceScope, note_id: str) -> str:
 
 
 class FilesNoteStore:
-    def __init__(self, index_path: Path | None = None, *, watch: bool = True) -> None:
-        """`index_path`: the index database (in the state directory); None keeps it in memory."""
+    def __init__(
+        self, index_path: Path | None = None, *, watch: bool = True, durability: str = "normal"
+    ) -> None:
+        """`index_path`: the index database (in the state directory); None keeps it in memory.
+        `durability`: "full" fsyncs each trash sidecar and the trash directory (power loss), as
+        the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
+        self._sync_trash = durability == "full"
 
     def close(self) -> None:
         self.index.close()
@@ -286,7 +291,7 @@ class FilesNoteStore:
         sidecar = json.dumps(
             {"workspace": str(scope.workspace), "note_id": candidate.id, "deleted_at": deleted_at}
         )
-        root.write_trash_file(sidecar_name, sidecar.encode())
+        root.write_trash_file(sidecar_name, sidecar.encode(), sync=self._sync_trash)
         try:
             identity = root.quarantine(candidate.id, trash_id, candidate.identity)
         except BaseException:

@@ -1013,8 +1013,11 @@ class WorkspaceRoot:
         finally:
             os.close(tfd)
 
-    def write_trash_file(self, trash_name: str, data: bytes) -> None:
-        """Create a small file in the trash exclusively (a sidecar describing an entry), durably."""
+    def write_trash_file(self, trash_name: str, data: bytes, *, sync: bool = True) -> None:
+        """Create a small file in the trash exclusively (a sidecar describing an entry).
+
+        With ``sync`` the file and the trash directory are fsynced (survives power loss); without,
+        the file is complete once this returns, which is enough to survive a killed process."""
         _check_trash_name(trash_name)
         tfd = self._open_trash(create=True)
         try:
@@ -1025,10 +1028,12 @@ class WorkspaceRoot:
                 raise NoteExists(f"trash entry {trash_name!r}: already exists") from None
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
-            _fsync_dir(tfd)
+            if sync:
+                _fsync_dir(tfd)
         finally:
             os.close(tfd)
 

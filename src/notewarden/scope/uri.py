@@ -39,6 +39,7 @@ inside `/srv/notes`.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -101,6 +102,13 @@ def parse_file_uri(text: object) -> FileUri:
         raise UriError("the workspace URI is empty; expected file:///absolute/path")
     if len(text) > MAX_URI_LENGTH:
         raise UriError(f"the URI is {len(text)} characters long; at most {MAX_URI_LENGTH} are allowed")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(text: str) -> FileUri:
+    """The parse proper: a pure function of the text, so every round of a call parses once (accepted
+    URIs are cached; a refused one raises again each time)."""
     bad = next((ch for ch in text if not ("\x21" <= ch <= "\x7e")), None)
     if bad is not None:
         raise UriError(
