@@ -16,8 +16,8 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,16 @@ async def pick_oldest_tps(context: Any, params: types.ElicitRequestParams) -> ty
     return types.ElicitResult(action="accept", content={"note_id": chosen["const"], "confirm": True})
 
 
+Connect = Callable[..., AbstractAsyncContextManager[Client]]
+
+
 @asynccontextmanager
-async def connect(
-    transport: str, workspace: Path, state: Path, **client_kwargs: Any
-) -> AsyncIterator[Client]:
+async def running_server(transport: str, workspace: Path, state: Path) -> AsyncIterator[Connect]:
+    """Start what the clients talk to and yield a way to connect SDK clients to it.
+
+    Over stdio each client launches its own server process on the same state directory (as a
+    desktop client would); over HTTP one server process serves every client, with one token.
+    """
     if transport == "stdio":
         params = StdioServerParameters(
             command=sys.executable,
@@ -86,8 +92,13 @@ async def connect(
                 str(state),
             ],
         )
-        async with Client(params, mode="auto", **client_kwargs) as client:
-            yield client
+
+        @asynccontextmanager
+        async def stdio_client(**client_kwargs: Any) -> AsyncIterator[Client]:
+            async with Client(params, mode="auto", **client_kwargs) as client:
+                yield client
+
+        yield stdio_client
         return
     token = secrets.token_urlsafe(24)
     port = _free_port()
@@ -112,8 +123,9 @@ async def connect(
             "http",
         ]
     )
-    try:
-        _wait_for_port(port, proc)
+
+    @asynccontextmanager
+    async def http_client(**client_kwargs: Any) -> AsyncIterator[Client]:
         async with (
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
             Client(
@@ -123,6 +135,10 @@ async def connect(
             ) as client,
         ):
             yield client
+
+    try:
+        _wait_for_port(port, proc)
+        yield http_client
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -136,7 +152,10 @@ async def walkthrough(transport: str, root: Path) -> None:
     print(f"notewarden demo: a confirmed delete, end to end ({transport})")
     print(f"workspace {uri}: {len(SAMPLE_NOTES)} notes, three titled like “TPS report”\n")
 
-    async with connect(transport, workspace, state, elicitation_callback=pick_oldest_tps) as client:
+    async with (
+        running_server(transport, workspace, state) as connect,
+        connect(elicitation_callback=pick_oldest_tps) as client,
+    ):
         discovered = client.session.discover_result
         assert discovered is not None, "mode='auto' probes server/discover first"
         caps = ", ".join(discovered.capabilities.model_dump(exclude_none=True))
@@ -176,7 +195,7 @@ async def walkthrough(transport: str, root: Path) -> None:
             + f"\nrequestState: {len(first.request_state)} bytes, AES-GCM sealed, opaque to the client",
         )
 
-        async with connect(transport, workspace, state) as plain:
+        async with connect() as plain:
             try:
                 await plain.call_tool("notes_delete", args)
             except MCPError as exc:
