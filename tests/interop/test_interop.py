@@ -133,48 +133,33 @@ def test_another_principal_gets_no_access(deployment: Deployment, http: HttpServ
     assert (deployment.notes / "reports/tps-2019.md").exists()
 
 
-def test_legacy_sdk_sees_url_mode_with_an_elicitation_id(deployment: Deployment) -> None:
+def publish_over_stdio(
+    deployment: Deployment, client: str, answer: dict[str, Any]
+) -> tuple[dict[str, Any], list]:
+    """Run one notes_publish of the 2019 report through `client`; what it saw and what the target got."""
     target = RecordingTarget().start()
     try:
         add_publish_config(deployment, target)
-        scenario = stdio_scenario(
-            deployment,
-            tool="notes_publish",
-            arguments={
-                "workspaceUri": deployment.notes_uri,
-                "noteId": "reports/tps-2019.md",
-                "target": "blog",
-            },
-            answer={"action": "decline"},
+        arguments = {"workspaceUri": deployment.notes_uri, "noteId": "reports/tps-2019.md", "target": "blog"}
+        out = run_client(
+            client, stdio_scenario(deployment, tool="notes_publish", arguments=arguments, answer=answer)
         )
-        out = run_client(LEGACY, scenario)
     finally:
         target.stop()
+    check_stdio_recording(deployment, client)
+    return out, target.received
+
+
+def test_legacy_sdk_sees_url_mode_with_an_elicitation_id(deployment: Deployment) -> None:
+    out, received = publish_over_stdio(deployment, LEGACY, {"action": "decline"})
     [asked] = out["elicitations"]
     assert asked["mode"] == "url" and asked["elicitationId"] and "/connect/" in asked["url"]
     assert out["result"]["structuredContent"]["outcome"] == "declined"
-    assert target.received == []
-    check_stdio_recording(deployment, LEGACY)
+    assert received == []
 
 
 def test_modern_client_without_url_mode_gets_32021(deployment: Deployment) -> None:
-    target = RecordingTarget().start()
-    try:
-        add_publish_config(deployment, target)
-        scenario = stdio_scenario(
-            deployment,
-            tool="notes_publish",
-            arguments={
-                "workspaceUri": deployment.notes_uri,
-                "noteId": "reports/tps-2019.md",
-                "target": "blog",
-            },
-            answer={"action": "accept"},
-        )
-        out = run_client(MODERN, scenario)
-    finally:
-        target.stop()
-    assert target.received == []
+    out, received = publish_over_stdio(deployment, MODERN, {"action": "accept"})
+    assert received == []
     assert out["error"]["code"] == -32021, out
     assert out["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
-    check_stdio_recording(deployment, MODERN)
