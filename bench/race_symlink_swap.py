@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import tempfile
 import time
@@ -58,17 +57,9 @@ def run_naive(iterations: int) -> dict[str, Any]:
         outside.mkdir()
         (ws / "sub" / "x.md").write_bytes(b"inside")
         (outside / "x.md").write_bytes(b"OUTSIDE")
-        ctx = multiprocessing.get_context("fork")
-        stop, counter = ctx.Event(), ctx.Value("q", 0)
-        proc = ctx.Process(
-            target=cases._swapper,
-            args=(str(ws / "sub"), str(ws / "sub_old"), str(outside), stop, counter),
-            daemon=True,
-        )
-        proc.start()
         escapes = refused = ok = 0
         started = time.perf_counter()
-        try:
+        with cases.SwapAttacker(ws / "sub", ws / "sub_old", outside) as attacker:
             real_ws = os.path.realpath(ws)
             for _ in range(iterations):
                 target = ws / "sub" / "x.md"
@@ -84,14 +75,11 @@ def run_naive(iterations: int) -> dict[str, Any]:
                     escapes += 1
                 else:
                     ok += 1
-        finally:
-            stop.set()
-            proc.join(10)
     return {
         "resolver": "naive realpath check",
         "iterations": iterations,
         "operations": iterations,
-        "swaps": int(counter.value),
+        "swaps": attacker.swaps,
         "outcomes": {"read:ok": ok, "read:refused": refused, "read:OUTSIDE": escapes},
         "deletes_ok": 0,
         "blocked": refused,

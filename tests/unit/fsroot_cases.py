@@ -8,16 +8,17 @@ The tables are ports of Go's ``src/os/root_test.go`` (``rootTestCases``) and of 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-import random
+import select
 import stat
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from notewarden.scope.fsroot import (
     EscapeBlocked,
@@ -27,9 +28,6 @@ from notewarden.scope.fsroot import (
     PathRejected,
     WorkspaceRoot,
 )
-
-if TYPE_CHECKING:
-    from multiprocessing.synchronize import Event as MpEvent
 
 RACE_ITERATIONS = 300
 """Iterations of the symlink-swap race in the unit test; bench scripts pass 1000+ to run_symlink_swap_race."""
@@ -287,32 +285,74 @@ class RaceReport:
     outside_after: dict[str, tuple[int, int, int, int, bytes]] = field(default_factory=dict)
 
 
-def _swapper(
-    sub: str, sub_old: str, outside: str, stop: MpEvent, counter: object, pause: float = 0.0
-) -> None:
-    """Flip ``sub`` between the real directory and a symlink to ``outside`` until told to stop.
-
-    ``pause`` > 0 holds each state (symlink, real directory) for a random 0..pause seconds, so the
-    operations being raced land in every state instead of mostly in the transitions.
-    """
-    n = 0
-    rng = random.Random(n)
-    while not stop.is_set():
-        try:
-            os.rename(sub, sub_old)
-            os.symlink(outside, sub)
-            if pause:
-                time.sleep(rng.uniform(0, pause))
+_SWAPPER = """
+import os, random, sys, time
+sub, sub_old, outside, stop_file, pause = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+rng, n = random.Random(0), 0
+while not os.path.exists(stop_file):
+    try:
+        os.rename(sub, sub_old)
+        os.symlink(outside, sub)
+        if pause:
+            time.sleep(rng.uniform(0, pause))
+        os.unlink(sub)
+        os.rename(sub_old, sub)
+        if pause:
+            time.sleep(rng.uniform(0, pause))
+    except OSError:
+        if os.path.islink(sub):
             os.unlink(sub)
+        if os.path.isdir(sub_old) and not os.path.lexists(sub):
             os.rename(sub_old, sub)
-            if pause:
-                time.sleep(rng.uniform(0, pause))
-            n += 1
-            if n % 16 == 0:
-                counter.value = n  # type: ignore[attr-defined]
-        except OSError:
-            _restore_layout(Path(sub), Path(sub_old))
-    counter.value = n  # type: ignore[attr-defined]
+        continue
+    n += 1
+    if n == 16:
+        print("ready", flush=True)
+print(n, flush=True)
+"""
+
+
+class SwapAttacker:
+    """Another process flipping ``sub`` between the real directory and a symlink to ``outside``.
+
+    ``pause`` > 0 holds each state for a random 0..pause seconds, so the operations being raced land in
+    every state instead of mostly in the transitions. The attacker is a fresh interpreter, not a fork of
+    the test process: a fork inherits the locks of the test process's other threads, and a child that
+    blocks on one mid-swap leaves ``sub`` missing for the rest of the run. ``swaps`` is set on exit.
+    """
+
+    def __init__(self, sub: Path, sub_old: Path, outside: Path, pause: float = 0.0) -> None:
+        self.sub, self.sub_old, self.outside, self.pause = sub, sub_old, outside, pause
+        self.stop_file = sub.parent.parent / f".stop-attacker-{os.getpid()}"
+        self.swaps = 0
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> SwapAttacker:
+        args = [str(self.sub), str(self.sub_old), str(self.outside), str(self.stop_file), repr(self.pause)]
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SWAPPER, *args], stdout=subprocess.PIPE, text=True
+        )
+        assert self._proc.stdout is not None
+        ready, _, _ = select.select([self._proc.stdout], [], [], 30)
+        line = self._proc.stdout.readline().strip() if ready else ""
+        if line != "ready":
+            self.__exit__(None, None, None)
+            raise RuntimeError(f"the attacker did not start swapping (said {line!r})")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._proc is not None
+        self.stop_file.touch()
+        try:
+            out, _ = self._proc.communicate(timeout=30)
+            lines = out.split()
+            self.swaps = int(lines[-1]) if lines else 0
+        finally:
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            self.stop_file.unlink(missing_ok=True)
+            _restore_layout(self.sub, self.sub_old)
 
 
 def _restore_layout(sub: Path, sub_old: Path) -> None:
@@ -338,73 +378,52 @@ def run_symlink_swap_race(
     (outside / "x.md").write_bytes(b"OUTSIDE")
     outside_identity = FileIdentity.of(os.stat(outside / "x.md"))
     report = RaceReport(outside_before=snapshot(outside))
-    ctx = multiprocessing.get_context("fork")
-    stop = ctx.Event()
-    counter = ctx.Value("q", 0)
-    proc = ctx.Process(
-        target=_swapper,
-        args=(str(sub), str(sub_old), str(outside), stop, counter, attacker_pause),
-        daemon=True,
-    )
-    with WorkspaceRoot.open(str(ws), force_fallback=force_fallback) as root:
-        proc.start()
-        try:
-            deadline = time.monotonic() + 5
-            while counter.value < 16 and time.monotonic() < deadline:
-                time.sleep(0.001)
+    attacker = SwapAttacker(sub, sub_old, outside, attacker_pause)
+    with WorkspaceRoot.open(str(ws), force_fallback=force_fallback) as root, attacker:
 
-            def attempt(label: str, fn: Callable[[], T]) -> T | None:
-                try:
-                    result = fn()
-                except FsError as exc:
-                    report.outcomes[f"{label}:{type(exc).__name__}"] += 1
-                    return None
-                except Exception as exc:  # anything but FsError is a bug
-                    report.unexpected.append(f"{label}: {exc!r}")
-                    return None
-                report.outcomes[f"{label}:ok"] += 1
-                return result
+        def attempt(label: str, fn: Callable[[], T]) -> T | None:
+            try:
+                result = fn()
+            except FsError as exc:
+                report.outcomes[f"{label}:{type(exc).__name__}"] += 1
+                return None
+            except Exception as exc:  # anything but FsError is a bug
+                report.unexpected.append(f"{label}: {exc!r}")
+                return None
+            report.outcomes[f"{label}:ok"] += 1
+            return result
 
-            # At least `iterations` rounds, and on until both the symlink state and the directory
-            # state were hit (so the race really raced), within a bounded time.
-            i = 0
-            give_up = time.monotonic() + 60
-            while i < iterations or (
-                time.monotonic() < give_up
-                and not (outcome_total(report, ":EscapeBlocked") and outcome_total(report, ":ok"))
-            ):
-                i += 1
-                got = attempt("read", lambda: root.read_note("sub/x.md"))
-                if got is not None and got[0] == b"OUTSIDE":
-                    report.unexpected.append("read returned the outside file")
-                entry = attempt("stat", lambda: root.stat_note("sub/x.md"))
-                if entry is not None:
-                    ident = entry.identity
-                    if ident == outside_identity:
-                        report.unexpected.append("stat returned the outside file")
-                    attempt(
-                        "replace",
-                        lambda ident=ident: root.replace_note("sub/x.md", b"inside", expected=ident),
-                    )
-                    fresh = attempt("stat", lambda: root.stat_note("sub/x.md"))
-                    if fresh is not None:
-                        ident = fresh.identity
-                        attempt(
-                            "quarantine", lambda ident=ident, i=i: root.quarantine("sub/x.md", f"q{i}", ident)
-                        )
+        # At least `iterations` rounds, and on until both the symlink state and the directory
+        # state were hit (so the race really raced), within a bounded time.
+        i = 0
+        give_up = time.monotonic() + 60
+        while i < iterations or (
+            time.monotonic() < give_up
+            and not (outcome_total(report, ":EscapeBlocked") and outcome_total(report, ":ok"))
+        ):
+            i += 1
+            got = attempt("read", lambda: root.read_note("sub/x.md"))
+            if got is not None and got[0] == b"OUTSIDE":
+                report.unexpected.append("read returned the outside file")
+            entry = attempt("stat", lambda: root.stat_note("sub/x.md"))
+            if entry is not None:
+                ident = entry.identity
+                if ident == outside_identity:
+                    report.unexpected.append("stat returned the outside file")
                 attempt(
-                    "quarantine-outside", lambda i=i: root.quarantine("sub/x.md", f"o{i}", outside_identity)
+                    "replace",
+                    lambda ident=ident: root.replace_note("sub/x.md", b"inside", expected=ident),
                 )
-                attempt("create", lambda i=i: root.create_note(f"sub/new-{i}.md", b"new"))
-                attempt("recreate", lambda: root.create_note("sub/x.md", b"inside"))
-        finally:
-            stop.set()
-            proc.join(10)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-            report.swaps = int(counter.value)
-            _restore_layout(sub, sub_old)
+                fresh = attempt("stat", lambda: root.stat_note("sub/x.md"))
+                if fresh is not None:
+                    ident = fresh.identity
+                    attempt(
+                        "quarantine", lambda ident=ident, i=i: root.quarantine("sub/x.md", f"q{i}", ident)
+                    )
+            attempt("quarantine-outside", lambda i=i: root.quarantine("sub/x.md", f"o{i}", outside_identity))
+            attempt("create", lambda i=i: root.create_note(f"sub/new-{i}.md", b"new"))
+            attempt("recreate", lambda: root.create_note("sub/x.md", b"inside"))
+    report.swaps = attacker.swaps
     report.outside_after = snapshot(outside)
     return report
 
@@ -424,6 +443,7 @@ __all__ = [
     "RaceReport",
     "RootCase",
     "SelftestCase",
+    "SwapAttacker",
     "build_selftest_lab",
     "makefs",
     "outcome_total",
