@@ -721,10 +721,15 @@ def test_symlink_swap_race(tmp_path: Path, resolver: str) -> None:
 
 
 def run_in_child(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` in a forked child (own mount namespace or seccomp filter) and return its result."""
+    """Run ``fn`` in a forked child (own mount namespace or seccomp filter) and return its result.
+
+    The child stops the garbage collector first: a finalizer of an object inherited from the parent
+    could wait for a lock that one of the parent's other threads held at fork time.
+    """
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:
+        gc.disable()
         try:
             os.close(rfd)
             try:
