@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from notewarden.web.body import decode_json
 from notewarden.web.response_mode import may_stream
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port
 from tests.wire.rawhttp import RawMcp, meta
@@ -109,4 +110,4 @@ def test_a_request_without_one_is_answered_as_plain_json(fixture_server: HttpSer
     ],
 )
 def test_may_stream(body: bytes, streams: bool) -> None:
-    assert may_stream(body) is streams
+    assert may_stream(decode_json(body)) is streams

@@ -56,6 +56,13 @@ _DRIVE = re.compile(r"[A-Za-z][:|]")
 _SAFE_IN_SEGMENT = "!$&'()*+,;=:@-._~"
 
 
+@functools.lru_cache(maxsize=4096)
+def _render(components: tuple[str, ...]) -> str:
+    """The canonical text of a URI; cached, since the same few workspace and note URIs are rendered
+    several times per call (grants, index keys, results)."""
+    return "file:///" + "/".join(quote(c, safe=_SAFE_IN_SEGMENT) for c in components)
+
+
 class UriError(ValueError):
     """A URI was refused. The message names the rule broken and what is allowed."""
 
@@ -71,7 +78,7 @@ class FileUri:
         return "/" + "/".join(self.components)
 
     def __str__(self) -> str:
-        return "file:///" + "/".join(quote(c, safe=_SAFE_IN_SEGMENT) for c in self.components)
+        return _render(self.components)
 
     def relative_to(self, root: FileUri) -> tuple[str, ...] | None:
         """Components below `root`, `()` for `root` itself, `None` when outside it."""

@@ -24,7 +24,7 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from notewarden.web.body import buffer_body
+from notewarden.web.body import peek_body
 from notewarden.web.oauth import READ, covering_scopes, satisfies
 
 __all__ = ["RequireScopes"]
@@ -50,10 +50,8 @@ class RequireScopes:
             return
         required = {READ}
         if scope["method"] == "POST":
-            buffered = await buffer_body(receive, self.max_body_bytes)
-            if buffered.complete:
-                required |= self.scopes_for(buffered.body)
-            receive = buffered.replay(receive)
+            buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
+            required |= self.scopes_for(buffered.decoded())
         user = scope.get("user")
         if not isinstance(user, AuthenticatedUser):
             sent = any(name == b"authorization" for name, _ in scope["headers"])
@@ -90,12 +88,8 @@ class RequireScopes:
             return
         await self.app(scope, receive, send)
 
-    def scopes_for(self, body: bytes) -> set[str]:
-        """Scopes the JSON-RPC message(s) in `body` need; unreadable bodies need only the base scope."""
-        try:
-            decoded = json.loads(body)
-        except (ValueError, RecursionError):
-            return set()
+    def scopes_for(self, decoded: Any) -> set[str]:
+        """Scopes the JSON-RPC message(s) of a decoded body need; unreadable bodies need only the base scope."""
         needed: set[str] = set()
         for message in decoded if isinstance(decoded, list) else [decoded]:
             if not isinstance(message, dict) or message.get("method") != "tools/call":

@@ -1,12 +1,38 @@
-"""Read a request body up to a limit and hand it on unchanged, for middlewares that must look first."""
+"""A request body read once, up to a limit, for the middlewares that must look at it before the SDK.
+
+RequireScopes (the scopes a call needs), EnvelopeVersionGuard (the protocol version's type) and
+ResponseModeRouter (may the request stream) all inspect the JSON-RPC body in front of the SDK.
+The first of them to call `peek_body` reads the body and keeps it in the request's scope; the
+others get the same object, parsed at most once, and the SDK gets the bytes replayed unchanged.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any, Final
 
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope
 
-__all__ = ["BufferedBody", "buffer_body"]
+__all__ = ["UNREADABLE", "BufferedBody", "decode_json", "peek_body"]
+
+_SCOPE_KEY: Final = "notewarden.body"
+
+
+class _Unreadable:
+    def __repr__(self) -> str:
+        return "UNREADABLE"
+
+
+UNREADABLE: Final = _Unreadable()
+"""What `decoded()` gives for a body that went past the limit or is not JSON."""
+
+
+def decode_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return UNREADABLE
 
 
 @dataclass
@@ -15,10 +41,19 @@ class BufferedBody:
 
     messages: list[Message] = field(default_factory=list)
     complete: bool = True
+    _decoded: Any = field(default=None, init=False, repr=False)
+    _parsed: bool = field(default=False, init=False, repr=False)
 
     @property
     def body(self) -> bytes:
         return b"".join(m.get("body", b"") for m in self.messages)
+
+    def decoded(self) -> Any:
+        """The body's JSON, parsed on first use; `UNREADABLE` when incomplete or not JSON."""
+        if not self._parsed:
+            self._decoded = decode_json(self.body) if self.complete else UNREADABLE
+            self._parsed = True
+        return self._decoded
 
     def replay(self, receive: Receive) -> Receive:
         pending = list(self.messages)
@@ -29,8 +64,16 @@ class BufferedBody:
         return replayed
 
 
-async def buffer_body(receive: Receive, limit: int) -> BufferedBody:
-    """Read until the body ends or exceeds `limit` bytes (the rest stays unread for the app)."""
+async def peek_body(scope: Scope, receive: Receive, limit: int) -> tuple[BufferedBody, Receive]:
+    """This request's body (read until it ends or exceeds `limit` bytes) and the receive to pass on.
+
+    The first caller reads from `receive` and gets back a receive that replays what was read (the
+    rest of an over-long body stays unread for the app); a later caller on the same request, which
+    was handed that replaying receive, gets the same `BufferedBody` and its `receive` unchanged.
+    """
+    known = scope.get(_SCOPE_KEY)
+    if isinstance(known, BufferedBody):
+        return known, receive
     buffered = BufferedBody()
     size, more = 0, True
     while more and size <= limit:
@@ -41,4 +84,5 @@ async def buffer_body(receive: Receive, limit: int) -> BufferedBody:
         size += len(message.get("body", b""))
         more = message.get("more_body", False)
     buffered.complete = not more
-    return buffered
+    scope[_SCOPE_KEY] = buffered
+    return buffered, buffered.replay(receive)

@@ -23,7 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from notewarden.web.body import buffer_body
+from notewarden.web.body import peek_body
 
 __all__ = ["EnvelopeVersionGuard", "OmitUnreadableId"]
 
@@ -39,13 +39,12 @@ class EnvelopeVersionGuard:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        buffered = await buffer_body(receive, self.max_body_bytes)
-        if buffered.complete:
-            rejection = _non_string_version(buffered.body)
-            if rejection is not None:
-                await _send_json(send, 400, rejection)
-                return
-        await self.app(scope, buffered.replay(receive), send)
+        buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
+        rejection = _non_string_version(buffered.decoded())
+        if rejection is not None:
+            await _send_json(send, 400, rejection)
+            return
+        await self.app(scope, receive, send)
 
 
 class OmitUnreadableId:
@@ -93,11 +92,7 @@ def _without_null_id(body: bytes) -> bytes:
     return body
 
 
-def _non_string_version(body: bytes) -> dict[str, Any] | None:
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
+def _non_string_version(decoded: Any) -> dict[str, Any] | None:
     if not isinstance(decoded, dict) or isinstance(decoded.get("id"), bool):
         return None
     if not isinstance(decoded.get("id"), str | int):

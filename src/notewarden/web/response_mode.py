@@ -17,11 +17,12 @@ differs by design: in JSON mode a client that disconnects does not cancel its ha
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from notewarden.web.body import peek_body
 
 __all__ = ["ResponseModeRouter", "may_stream"]
 
@@ -29,12 +30,8 @@ _VERSION_HEADER = b"mcp-protocol-version"
 _STREAMING_META_KEYS = ("progressToken", "io.modelcontextprotocol/logLevel")
 
 
-def may_stream(body: bytes) -> bool:
-    """Whether the request in `body` may receive notifications before its result (or is not one we route)."""
-    try:
-        decoded: Any = json.loads(body)
-    except (ValueError, RecursionError):
-        return True
+def may_stream(decoded: Any) -> bool:
+    """Whether the decoded request may receive notifications before its result (or is not one we route)."""
     if not isinstance(decoded, dict) or decoded.get("method") == "subscriptions/listen":
         return True
     params = decoded.get("params")
@@ -52,23 +49,9 @@ class ResponseModeRouter:
         if scope["type"] != "http" or scope["method"] != "POST" or not _modern(scope):
             await self.streaming(scope, receive, send)
             return
-        chunks: list[Message] = []
-        size = 0
-        more = True
-        while more and size <= self.max_body_bytes:
-            message = await receive()
-            chunks.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(m.get("body", b"") for m in chunks)
-        app = self.streaming if more or may_stream(body) else self.single
-
-        async def replay() -> Message:
-            return chunks.pop(0) if chunks else await receive()
-
-        await app(scope, replay, send)
+        buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
+        app = self.single if buffered.complete and not may_stream(buffered.decoded()) else self.streaming
+        await app(scope, receive, send)
 
 
 def _modern(scope: Scope) -> bool:
