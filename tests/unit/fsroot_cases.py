@@ -300,10 +300,13 @@ while not os.path.exists(stop_file):
         if pause:
             time.sleep(rng.uniform(0, pause))
     except OSError:
-        if os.path.islink(sub):
-            os.unlink(sub)
-        if os.path.isdir(sub_old) and not os.path.lexists(sub):
-            os.rename(sub_old, sub)
+        try:
+            if os.path.islink(sub):
+                os.unlink(sub)
+            if os.path.isdir(sub_old) and not os.path.lexists(sub):
+                os.rename(sub_old, sub)
+        except OSError:
+            pass
         continue
     n += 1
     if n == 16:
