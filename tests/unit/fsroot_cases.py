@@ -349,7 +349,7 @@ class SwapAttacker:
         try:
             out, _ = self._proc.communicate(timeout=30)
             lines = out.split()
-            self.swaps = int(lines[-1]) if lines else 0
+            self.swaps = int(lines[-1]) if lines and lines[-1].isdigit() else 0  # 0: it died early
         finally:
             if self._proc.poll() is None:
                 self._proc.kill()
