@@ -1,9 +1,11 @@
-"""The baselines' shared part: an in-memory note map seeded with the bench data set."""
+"""The baselines' shared part: an in-memory note map seeded with the bench data set, and the
+framework-independent bodies of their tools (each baseline keeps its own confirmation)."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import Any
 
 from bench.data import bench_notes
 
@@ -18,9 +20,13 @@ class Memo:
 
 
 class NoteMap:
-    def __init__(self, workspace_uri: str, first: int, count: int) -> None:
+    def __init__(
+        self, workspace_uri: str, first: int, count: int, *, error: type[Exception] = ValueError
+    ) -> None:
+        """`error`: the framework's tool error, raised for a note that does not exist."""
         self.workspace_uri = workspace_uri
         self.notes = {n.id: Memo(n.id, n.title, n.body) for n in bench_notes(first, count)}
+        self.error = error
 
     def check_workspace(self, uri: str) -> None:
         if uri != self.workspace_uri:
@@ -29,6 +35,30 @@ class NoteMap:
     def by_title(self, query: str) -> list[Memo]:
         words = [w.casefold() for w in query.split()]
         return [m for m in self.notes.values() if all(w in m.title.casefold() for w in words)]
+
+    def read(self, workspace_uri: str, note_id: str) -> dict[str, Any]:
+        """The `notes_read` tool."""
+        self.check_workspace(workspace_uri)
+        memo = self.notes.get(note_id)
+        if memo is None:
+            raise self.error(f"note {note_id!r} does not exist")
+        return {"id": memo.id, "title": memo.title, "body": memo.body}
+
+    def search_result(self, workspace_uri: str, query: str) -> dict[str, Any]:
+        """The `notes_search` tool."""
+        self.check_workspace(workspace_uri)
+        return {"notes": [{"id": m.id, "title": m.title} for m in self.search(query)[:20]]}
+
+    def delete(self, workspace_uri: str, note_id: str) -> dict[str, Any]:
+        """The confirmed step of `notes_delete`: remove the note, report it deleted."""
+        memo = self.notes.pop(note_id, None)
+        if memo is None:
+            raise self.error(f"note {note_id!r} does not exist")
+        return {
+            "outcome": "deleted",
+            "workspaceUri": workspace_uri,
+            "deleted": [{"id": memo.id, "title": memo.title}],
+        }
 
     def search(self, query: str) -> list[Memo]:
         words = [w.casefold() for w in query.split()]

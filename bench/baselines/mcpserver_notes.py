@@ -45,37 +45,25 @@ async def notes_delete(
     """Delete one note whose title matches, after the user picks and confirms it."""
     if not choice.confirm:
         return {"outcome": "not_confirmed", "workspaceUri": workspaceUri, "deleted": []}
-    memo = notes.notes.pop(choice.note_id, None)
-    if memo is None:
-        raise ToolError(f"note {choice.note_id!r} does not exist")
-    return {
-        "outcome": "deleted",
-        "workspaceUri": workspaceUri,
-        "deleted": [{"id": memo.id, "title": memo.title}],
-    }
+    return notes.delete(workspaceUri, choice.note_id)
 
 
 @mcp.tool()
 async def notes_read(workspaceUri: str, noteId: str) -> dict[str, Any]:
     """Read one note."""
-    notes.check_workspace(workspaceUri)
-    memo = notes.notes.get(noteId)
-    if memo is None:
-        raise ToolError(f"note {noteId!r} does not exist")
-    return {"id": memo.id, "title": memo.title, "body": memo.body}
+    return notes.read(workspaceUri, noteId)
 
 
 @mcp.tool()
 async def notes_search(workspaceUri: str, query: str) -> dict[str, Any]:
     """Notes whose title or body contains every word of the query."""
-    notes.check_workspace(workspaceUri)
-    return {"notes": [{"id": m.id, "title": m.title} for m in notes.search(query)[:20]]}
+    return notes.search_result(workspaceUri, query)
 
 
 def build(workspace_uri: str, first: int, count: int) -> MCPServer:
     """The server, holding bench notes `first`..`first + count - 1`."""
     global notes
-    notes = NoteMap(workspace_uri, first, count)
+    notes = NoteMap(workspace_uri, first, count, error=ToolError)
     return mcp
 
 

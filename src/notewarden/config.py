@@ -53,9 +53,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
+from notewarden.ledger import DURABILITY_LEVELS, Durability
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
@@ -108,7 +109,7 @@ class StorageSettings:
     notes: str = "files"
     ledger: str = "sqlite"
     database_url: str | None = field(default=None, repr=False)  # a secret: never printed or logged
-    durability: Literal["normal", "full"] = "normal"
+    durability: Durability = "normal"
     pool_size: int = 8
     connect_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
@@ -431,7 +432,7 @@ def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ)
     elif "database_url" in table:
         raise ConfigError("[storage] database_url is set but neither notes nor ledger is postgres")
     durability = table.get("durability", "normal")
-    if durability not in ("normal", "full"):
+    if durability not in DURABILITY_LEVELS:
         raise ConfigError(
             f'[storage] durability = {durability!r}: use "normal" (survives a killed process) or '
             '"full" (also survives power loss, one fsync per step)'

@@ -32,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = [
+    "DURABILITY_LEVELS",
     "EXPIRY_SKEW_SECONDS",
     "Claim",
+    "Durability",
     "Ledger",
     "LedgerStats",
     "LedgerTxn",
@@ -46,6 +48,12 @@ __all__ = [
 ]
 
 EXPIRY_SKEW_SECONDS = 120.0
+
+Durability = Literal["normal", "full"]
+"""`[storage] durability`: "normal" survives a killed process (no fsync per step: SQLite's
+`synchronous=NORMAL` in WAL mode, trash sidecars written but not fsynced); "full" also survives
+power loss (`synchronous=FULL`, sidecar and trash directory fsynced)."""
+DURABILITY_LEVELS: tuple[Durability, ...] = ("normal", "full")
 
 
 class LedgerUnavailable(Exception):

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from notewarden.ledger import Claim, LedgerStats, LedgerUnavailable
+from notewarden.ledger import Claim, Durability, LedgerStats, LedgerUnavailable
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
 
 __all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn", "apply_migrations"]
@@ -111,7 +111,7 @@ class SqliteLedger:
         self,
         path: Path,
         *,
-        durability: Literal["normal", "full"] = "normal",
+        durability: Durability = "normal",
         busy_timeout_ms: int = 10_000,
         components: Sequence[SchemaComponent] = (),
     ) -> None:

@@ -35,7 +35,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from notewarden.confirm.state import Candidate
-from notewarden.ledger import LedgerTxn
+from notewarden.ledger import Durability, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
@@ -109,7 +109,7 @@ def _inside(scope: WorkspaceScope, note_id: str) -> str:
 
 class FilesNoteStore:
     def __init__(
-        self, index_path: Path | None = None, *, watch: bool = True, durability: str = "normal"
+        self, index_path: Path | None = None, *, watch: bool = True, durability: Durability = "normal"
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
         `durability`: "full" fsyncs each trash sidecar and the trash directory (power loss), as

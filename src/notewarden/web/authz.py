@@ -51,7 +51,7 @@ class RequireScopes:
         required = {READ}
         if scope["method"] == "POST":
             buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
-            required |= self.scopes_for(buffered.decoded())
+            required |= self.scopes_for(buffered.decoded)
         user = scope.get("user")
         if not isinstance(user, AuthenticatedUser):
             sent = any(name == b"authorization" for name, _ in scope["headers"])

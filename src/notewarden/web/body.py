@@ -8,6 +8,7 @@ others get the same object, parsed at most once, and the SDK gets the bytes repl
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -25,7 +26,7 @@ class _Unreadable:
 
 
 UNREADABLE: Final = _Unreadable()
-"""What `decoded()` gives for a body that went past the limit or is not JSON."""
+"""What `BufferedBody.decoded` is for a body that went past the limit or is not JSON."""
 
 
 def decode_json(body: bytes) -> Any:
@@ -41,19 +42,15 @@ class BufferedBody:
 
     messages: list[Message] = field(default_factory=list)
     complete: bool = True
-    _decoded: Any = field(default=None, init=False, repr=False)
-    _parsed: bool = field(default=False, init=False, repr=False)
 
     @property
     def body(self) -> bytes:
         return b"".join(m.get("body", b"") for m in self.messages)
 
+    @functools.cached_property
     def decoded(self) -> Any:
         """The body's JSON, parsed on first use; `UNREADABLE` when incomplete or not JSON."""
-        if not self._parsed:
-            self._decoded = decode_json(self.body) if self.complete else UNREADABLE
-            self._parsed = True
-        return self._decoded
+        return decode_json(self.body) if self.complete else UNREADABLE
 
     def replay(self, receive: Receive) -> Receive:
         pending = list(self.messages)

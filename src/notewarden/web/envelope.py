@@ -40,7 +40,7 @@ class EnvelopeVersionGuard:
             await self.app(scope, receive, send)
             return
         buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
-        rejection = _non_string_version(buffered.decoded())
+        rejection = _non_string_version(buffered.decoded)
         if rejection is not None:
             await _send_json(send, 400, rejection)
             return
