@@ -168,8 +168,8 @@ def listed_tools(server: Running) -> set[str]:
     return asyncio.run(tools_of(server.target))
 
 
-def pin_self(cpus: set[int] | None) -> None:
-    os.sched_setaffinity(0, cpus if cpus else set(range(os.cpu_count() or 1)))
+def pin_self(cpus: set[int] | None, unpinned: set[int]) -> None:
+    os.sched_setaffinity(0, cpus if cpus else unpinned)
 
 
 # --- comparison ----------------------------------------------------------------------------------
@@ -642,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
     client_cpus, server_cpus = ({0}, {1}) if args.pin else (None, None)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="notewarden-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    # Restored at the end: tests/bench runs main() in the pytest process, whose later tests (the
+    # symlink-swap race) need both CPUs.
+    unpinned = os.sched_getaffinity(0)
     try:
         for section in sections:
             print(f"== {section}", flush=True)
@@ -652,23 +655,24 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
             if section == "comparison":
-                pin_self(client_cpus)
+                pin_self(client_cpus, unpinned)
                 data = comparison(
                     plan, work / "comparison", server_cpus=server_cpus, baseline_json=args.baseline_json
                 )
             elif section == "scale":
-                pin_self(client_cpus)
+                pin_self(client_cpus, unpinned)
                 data = scale(plan, work, server_cpus=server_cpus)
             elif section == "instances":
-                pin_self(None)
+                pin_self(None, unpinned)
                 data = instances(plan, work / "instances", database_url=args.database_url or None)
             else:
-                pin_self(server_cpus)
+                pin_self(server_cpus, unpinned)
                 started["pinned"] = {"in_process": sorted(server_cpus or [])}
                 data = cost(plan)
             path = write_result(args.results_dir, section, data, command=command, started=started)
             print(f"   wrote {path}", flush=True)
     finally:
+        os.sched_setaffinity(0, unpinned)
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
     if not args.no_report:

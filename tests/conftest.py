@@ -73,6 +73,15 @@ class Deployment:
         os.utime(self.config, (stamp, stamp))
 
 
+@pytest.fixture(autouse=True)
+def _cpu_affinity_kept() -> Iterator[None]:
+    """A test that pins the pytest process (bench code run in process) must unpin it: the races of
+    later tests need both CPUs."""
+    before = os.sched_getaffinity(0)
+    yield
+    assert os.sched_getaffinity(0) == before, "the test left the pytest process pinned to other CPUs"
+
+
 @pytest.fixture
 def deployment(tmp_path: Path) -> Deployment:
     notes = write_sample_workspace(tmp_path / "notes")

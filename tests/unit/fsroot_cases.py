@@ -283,11 +283,13 @@ class RaceReport:
     unexpected: list[str] = field(default_factory=list)
     outside_before: dict[str, tuple[int, int, int, int, bytes]] = field(default_factory=dict)
     outside_after: dict[str, tuple[int, int, int, int, bytes]] = field(default_factory=dict)
+    diagnosis: str = ""
 
 
 _SWAPPER = """
 import os, random, sys, time
 sub, sub_old, outside, stop_file, pause = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+os.sched_setaffinity(0, range(os.cpu_count() or 1))  # not confined to the CPU of a pinned caller
 rng, n = random.Random(0), 0
 while not os.path.exists(stop_file):
     try:
@@ -321,7 +323,9 @@ class SwapAttacker:
     ``pause`` > 0 holds each state for a random 0..pause seconds, so the operations being raced land in
     every state instead of mostly in the transitions. The attacker is a fresh interpreter, not a fork of
     the test process: a fork inherits the locks of the test process's other threads, and a child that
-    blocks on one mid-swap leaves ``sub`` missing for the rest of the run. ``swaps`` is set on exit.
+    blocks on one mid-swap leaves ``sub`` missing for the rest of the run. It runs on every CPU even if
+    the test process is pinned to one: sharing that CPU, each side sees the other frozen for whole
+    time slices, and the race can stall in one state. ``swaps`` is set on exit.
     """
 
     def __init__(self, sub: Path, sub_old: Path, outside: Path, pause: float = 0.0) -> None:
@@ -343,6 +347,17 @@ class SwapAttacker:
             raise RuntimeError(f"the attacker did not start swapping (said {line!r})")
         return self
 
+    def describe(self) -> str:
+        """The layout and the attacker's scheduler state, for a race that did not race."""
+        assert self._proc is not None
+        layout = {p.name: _kind(p) for p in (self.sub, self.sub_old)}
+        proc = Path(f"/proc/{self._proc.pid}")
+        parts = [f"layout={layout}", f"ws={sorted(os.listdir(self.sub.parent))}"]
+        for name in ("stat", "wchan", "stack"):
+            with contextlib.suppress(OSError):
+                parts.append(f"{name}={(proc / name).read_text().strip()!r}")
+        return " ".join(parts)
+
     def __exit__(self, *exc: object) -> None:
         assert self._proc is not None
         self.stop_file.touch()
@@ -356,6 +371,14 @@ class SwapAttacker:
                 self._proc.wait()
             self.stop_file.unlink(missing_ok=True)
             _restore_layout(self.sub, self.sub_old)
+
+
+def _kind(path: Path) -> str:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return type(exc).__name__
+    return "symlink" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
 
 def _restore_layout(sub: Path, sub_old: Path) -> None:
@@ -426,6 +449,8 @@ def run_symlink_swap_race(
             attempt("quarantine-outside", lambda i=i: root.quarantine("sub/x.md", f"o{i}", outside_identity))
             attempt("create", lambda i=i: root.create_note(f"sub/new-{i}.md", b"new"))
             attempt("recreate", lambda: root.create_note("sub/x.md", b"inside"))
+        if i > iterations:
+            report.diagnosis = attacker.describe()
     report.swaps = attacker.swaps
     report.outside_after = snapshot(outside)
     return report

@@ -709,8 +709,8 @@ def test_symlink_swap_race(tmp_path: Path, resolver: str) -> None:
     assert report.unexpected == []
     assert report.outside_after == report.outside_before
     assert report.swaps > 0
-    assert cases.outcome_total(report, ":EscapeBlocked") > 0, report.outcomes
-    assert cases.outcome_total(report, ":ok") > 0, report.outcomes
+    assert cases.outcome_total(report, ":EscapeBlocked") > 0, (report.outcomes, report.diagnosis)
+    assert cases.outcome_total(report, ":ok") > 0, (report.outcomes, report.diagnosis)
     trash = tmp_path / "ws" / TRASH_DIR_NAME
     for entry in os.scandir(trash) if trash.exists() else ():
         assert entry.is_file(follow_symlinks=False)
