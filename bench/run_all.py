@@ -169,7 +169,7 @@ def listed_tools(server: Running) -> set[str]:
 
 
 def pin_self(cpus: set[int] | None, unpinned: set[int]) -> None:
-    os.sched_setaffinity(0, cpus if cpus else unpinned)
+    os.sched_setaffinity(0, cpus or unpinned)
 
 
 # --- comparison ----------------------------------------------------------------------------------

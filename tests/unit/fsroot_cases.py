@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import select
 import stat
 import subprocess
@@ -286,35 +287,31 @@ class RaceReport:
     diagnosis: str = ""
 
 
-_SWAPPER = """
-import os, random, sys, time
-sub, sub_old, outside, stop_file, pause = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
-os.sched_setaffinity(0, range(os.cpu_count() or 1))  # not confined to the CPU of a pinned caller
-rng, n = random.Random(0), 0
-while not os.path.exists(stop_file):
-    try:
-        os.rename(sub, sub_old)
-        os.symlink(outside, sub)
-        if pause:
-            time.sleep(rng.uniform(0, pause))
-        os.unlink(sub)
-        os.rename(sub_old, sub)
-        if pause:
-            time.sleep(rng.uniform(0, pause))
-    except OSError:
+REPO = Path(__file__).resolve().parents[2]
+
+
+def swap_until_stopped(sub: Path, sub_old: Path, outside: Path, stop_file: Path, pause: float) -> None:
+    """The attacker's loop (``python -m tests.unit.fsroot_cases``): say "ready" after 16 swaps, and the
+    number of swaps when ``stop_file`` appears."""
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))  # not confined to the CPU of a pinned caller
+    rng, n = random.Random(0), 0
+    while not stop_file.exists():
         try:
-            if os.path.islink(sub):
-                os.unlink(sub)
-            if os.path.isdir(sub_old) and not os.path.lexists(sub):
-                os.rename(sub_old, sub)
+            os.rename(sub, sub_old)
+            os.symlink(outside, sub)
+            if pause:
+                time.sleep(rng.uniform(0, pause))
+            os.unlink(sub)
+            os.rename(sub_old, sub)
+            if pause:
+                time.sleep(rng.uniform(0, pause))
         except OSError:
-            pass
-        continue
-    n += 1
-    if n == 16:
-        print("ready", flush=True)
-print(n, flush=True)
-"""
+            _restore_layout(sub, sub_old)
+            continue
+        n += 1
+        if n == 16:
+            print("ready", flush=True)
+    print(n, flush=True)
 
 
 class SwapAttacker:
@@ -337,7 +334,10 @@ class SwapAttacker:
     def __enter__(self) -> SwapAttacker:
         args = [str(self.sub), str(self.sub_old), str(self.outside), str(self.stop_file), repr(self.pause)]
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _SWAPPER, *args], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", "tests.unit.fsroot_cases", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
         )
         assert self._proc.stdout is not None
         ready, _, _ = select.select([self._proc.stdout], [], [], 30)
@@ -478,3 +478,8 @@ __all__ = [
     "run_symlink_swap_race",
     "snapshot",
 ]
+
+
+if __name__ == "__main__":
+    sub_arg, sub_old_arg, outside_arg, stop_arg, pause_arg = sys.argv[1:]
+    swap_until_stopped(Path(sub_arg), Path(sub_old_arg), Path(outside_arg), Path(stop_arg), float(pause_arg))

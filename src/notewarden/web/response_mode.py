@@ -50,7 +50,7 @@ class ResponseModeRouter:
             await self.streaming(scope, receive, send)
             return
         buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
-        app = self.single if buffered.complete and not may_stream(buffered.decoded) else self.streaming
+        app = self.streaming if may_stream(buffered.decoded) else self.single  # UNREADABLE may stream
         await app(scope, receive, send)
 
 
