@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.notes.index import NoteIndex
+from notewarden.notes.index import STALE_BATCH, NoteIndex
 from notewarden.notes.model import match_words, search_terms
 from notewarden.scope.fsroot import WorkspaceRoot
 
@@ -196,3 +196,98 @@ def test_a_replaced_workspace_folder_is_reindexed(tmp_path: Path, index: NoteInd
     (other / "only.md").write_text("# Only\n")
     with WorkspaceRoot.open(str(other)) as root:
         assert listed(index, root) == ["only.md"]
+
+
+def full_text_rows(index: NoteIndex) -> tuple[int, int, int]:
+    """(notes, rows of notes_text, rows of notes_titles) in the index database."""
+    db = index._db
+    return tuple(
+        db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("notes", "notes_text", "notes_titles")
+    )  # type: ignore[return-value]
+
+
+def full_text_segments(index: NoteIndex) -> list[tuple[object, ...]]:
+    """FTS5's own records (segments, structure): any full-text write changes them."""
+    db = index._db
+    return [r for t in ("notes_text_data", "notes_titles_data") for r in db.execute(f"SELECT * FROM {t}")]
+
+
+def test_removed_notes_leave_the_full_text_in_batches(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """Rule 7: a removed note is never found again at once; its full-text rows go in batches."""
+    extra = STALE_BATCH + 5
+    for i in range(extra):
+        (folder / f"gone-{i:03}.md").write_text(f"# Gone {i}\n\nephemeral\n")
+    assert len(search(index, root, "ephemeral")) == extra
+    assert full_text_rows(index) == (3 + extra, 3 + extra, 3 + extra)
+    for i in range(STALE_BATCH - 1):
+        (folder / f"gone-{i:03}.md").unlink()
+    assert len(search(index, root, "ephemeral")) == 6
+    assert titled(index, root, "gone") == [f"gone-{i:03}.md" for i in range(STALE_BATCH - 1, extra)]
+    assert full_text_rows(index) == (9, 3 + extra, 3 + extra)  # not purged yet
+    (folder / f"gone-{STALE_BATCH - 1:03}.md").unlink()
+    assert len(search(index, root, "ephemeral")) == 5
+    assert full_text_rows(index) == (8, 8, 8)  # the batch went in one transaction
+
+
+def test_a_rowid_handed_out_again_carries_only_the_new_note(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """SQLite gives a new row the highest rowid + 1, so removing the last row frees its rowid."""
+    (folder / "zz-last.md").write_text("# Last\n\nwalrus\n")
+    assert search(index, root, "walrus") == ["zz-last.md"]
+    rowid, last = index._db.execute("SELECT rowid, id FROM notes ORDER BY rowid DESC LIMIT 1").fetchone()
+    (folder / last).unlink()
+    assert last not in listed(index, root)
+    (folder / "zz-next.md").write_text("# Next\n\nnarwhal\n")
+    assert search(index, root, "narwhal") == ["zz-next.md"]
+    assert index._db.execute("SELECT rowid FROM notes WHERE id = 'zz-next.md'").fetchone() == (rowid,)
+    assert not {"walrus", "last"} <= {w for n in search(index, root, "walrus") for w in n.split("-")}
+    assert titled(index, root, "next") == ["zz-next.md"]
+    index._stale = STALE_BATCH  # purge with the next removal: the live rowid must keep its rows
+    (folder / "todo.md").unlink()
+    assert search(index, root, "narwhal") == ["zz-next.md"]
+    assert titled(index, root, "next") == ["zz-next.md"]
+    assert full_text_rows(index) == (3, 3, 3)
+
+
+def test_an_unchanged_note_read_again_only_settles(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 4's second look at a racily clean note rewrites nothing when the note is unchanged."""
+    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", 10**15)  # everything is racy
+    assert titled(index, root, "budget") == ["reports/budget.md"]
+    assert index._db.execute("SELECT count(*) FROM notes WHERE settled = 0").fetchone() == (3,)
+    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", 0)
+    segments = full_text_segments(index)
+    assert titled(index, root, "budget") == ["reports/budget.md"]
+    assert index._db.execute("SELECT settled FROM notes WHERE id = 'reports/budget.md'").fetchone() == (1,)
+    assert full_text_segments(index) == segments  # settled in place: no full-text rewrite
+    (folder / "reports" / "budget.md").write_text("# Budget plan\n\nFigures.\n")  # changed: read in full
+    assert titled(index, root, "budget") == ["reports/budget.md"]  # re-checked on disk (Rule 2)
+    assert titled(index, root, "plan") == ["reports/budget.md"]
+    assert search(index, root, "figures") == ["reports/budget.md"]
+    assert search(index, root, "numbers") == []
+
+
+def test_racy_notes_settle_together_once_their_window_has_passed(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 4: the next call after the window re-reads every unsettled note in one pass."""
+    window = 0.3
+    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", int(window * 1e9))
+    for i in range(20):
+        (folder / f"fresh-{i:02}.md").write_text(f"# Fresh {i}\n\nimported\n")
+    assert len(search(index, root, "imported")) == 20
+    unsettled = "SELECT count(*) FROM notes WHERE settled = 0"
+    assert index._db.execute(unsettled).fetchone()[0] >= 20
+    (folder / "fresh-07.md").write_text("# Fresh 7\n\nchanged\n")  # the pass reads it in full
+    assert titled(index, root, "budget") == ["reports/budget.md"]
+    segments = full_text_segments(index)
+    time.sleep(window + 0.05)
+    assert titled(index, root, "budget") == ["reports/budget.md"]  # any call: one note returned
+    assert index._db.execute(unsettled).fetchone() == (0,)
+    assert search(index, root, "changed") == ["fresh-07.md"]
+    assert len(search(index, root, "imported")) == 19
+    assert full_text_segments(index) == segments  # settling rewrote no full text

@@ -24,13 +24,25 @@ Rule 3: a call costs O(changes), not O(notes). Change detection, per process and
 
 Rule 4 (racily clean, as in git): a timestamp is only as fine as the filesystem's clock tick, so
 a directory or file read within `RACY_WINDOW_NS` of its mtime could change again without its
-stamp changing. Such rows are stored unsettled and are checked again on the next pass.
+stamp changing. Such rows are stored unsettled and are checked again on the next pass; a query
+re-reads an unsettled row it returns. Once the window of every unsettled note of a workspace
+has passed, the next call re-reads them all in one pass (`_settle`), so a workspace written
+just before it was indexed (an import, a sync) costs one batched re-read, not a write per note
+on its first lookup. A note read again unchanged only has its row marked settled.
 
 Rule 5: full-text queries are driven by the FTS table (`CROSS JOIN` fixes the join order):
 left to itself SQLite may scan every note of the workspace and probe the FTS per row, O(notes).
 
 Rule 6: one lock serializes a process's use of the index; several processes share the database
 file (WAL, `BEGIN IMMEDIATE` for writes, batches of `BATCH` files per transaction).
+
+Rule 7: a note that goes (deleted, moved, trashed) leaves the `notes` table at once, which every
+query joins, so it is never found again; its rows in the two full-text tables are only listed in
+`fts_stale` and removed `STALE_BATCH` at a time, in one transaction. An FTS5 delete rewrites
+several pages of each full-text table (a new segment, the structure record, the document sizes);
+in a batch those writes are shared. Until a batch is purged, bm25 counts the stale rows among the
+documents. A rowid that `notes` hands out again is re-indexed like any update (its full-text rows
+replaced), and the purge skips a rowid that is live again.
 """
 
 from __future__ import annotations
@@ -70,6 +82,7 @@ INDEX_BODY_BYTES = 1024 * 1024
 """Only the first MiB of a note is searchable; its title lives in the first 64 KiB anyway."""
 RACY_WINDOW_NS = 2_000_000_000
 BATCH = 500
+STALE_BATCH = 64
 
 
 INDEX_MIGRATIONS: Sequence[str] = (
@@ -91,6 +104,9 @@ INDEX_MIGRATIONS: Sequence[str] = (
     CREATE INDEX notes_by_dir ON notes (workspace, dir);
     CREATE VIRTUAL TABLE notes_text USING fts5(title, path, body, tokenize = 'unicode61 remove_diacritics 2');
     CREATE VIRTUAL TABLE notes_titles USING fts5(title, tokenize = 'trigram')
+    """,
+    """
+    CREATE TABLE fts_stale (rowid INTEGER PRIMARY KEY)
     """,
 )
 
@@ -181,6 +197,8 @@ class _Live:
     synced: bool = False
     watcher: _Watcher | None = None
     last_verify: float = 0.0
+    settle_after_ns: int = 0
+    """Rule 4: when the last unsettled note this process indexed leaves the racy window (0: none)."""
 
 
 class NoteIndex:
@@ -199,6 +217,7 @@ class NoteIndex:
         # sandbox forbids: a large index build then failed with "unable to open database file".
         self._db.execute("PRAGMA temp_store = MEMORY")
         apply_migrations(self._db, "notes_index", INDEX_MIGRATIONS)
+        (self._stale,) = self._db.execute("SELECT count(*) FROM fts_stale").fetchone()
 
     def close(self) -> None:
         with self._lock:
@@ -366,6 +385,18 @@ class NoteIndex:
                 self._walk(workspace, root, live, full=full, progress=progress)
                 if full:
                     live.last_verify = now
+            if live.settle_after_ns and time.time_ns() > live.settle_after_ns:
+                self._settle(workspace, root, live, progress)
+
+    def _settle(
+        self, workspace: str, root: WorkspaceRoot, live: _Live, progress: ProgressSink | None
+    ) -> None:
+        """Rule 4: re-read every unsettled note of the workspace, now that its window has passed."""
+        live.settle_after_ns = 0  # a note that is racy again sets it anew
+        unsettled = self._db.execute(
+            "SELECT id FROM notes WHERE workspace = ? AND settled = 0 ORDER BY id", (workspace,)
+        )
+        self._read_files(workspace, root, [note_id for (note_id,) in unsettled], progress)
 
     def _live_state(self, workspace: str, root: WorkspaceRoot) -> _Live:
         live = self._live.setdefault(workspace, _Live())
@@ -562,6 +593,23 @@ class NoteIndex:
             return
         title = extract_title(data[:TITLE_SCAN_BYTES], note_id)
         settled = identity.mtime_ns < started - RACY_WINDOW_NS
+        if not settled and (live := self._live.get(workspace)) is not None:
+            live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
+        body = data.decode("utf-8", errors="replace")
+        known = self._db.execute(
+            "SELECT n.rowid, n.dev, n.ino, n.size, n.mtime_ns, n.settled, n.title, t.body FROM notes n "
+            "JOIN notes_text t ON t.rowid = n.rowid WHERE n.workspace = ? AND n.id = ?",
+            (workspace, note_id),
+        ).fetchone()
+        if (
+            known is not None
+            and known[1:5] == (identity.dev, identity.ino, identity.size, identity.mtime_ns)
+            and known[6:] == (title, body)
+        ):
+            # Re-read, unchanged (a racy row settling, a touch): no full-text churn.
+            if known[5] != settled:
+                self._db.execute("UPDATE notes SET settled = ? WHERE rowid = ?", (int(settled), known[0]))
+            return
         (rowid,) = self._db.execute(
             "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
@@ -579,7 +627,6 @@ class NoteIndex:
                 int(settled),
             ),
         ).fetchone()
-        body = data.decode("utf-8", errors="replace")
         self._db.execute("DELETE FROM notes_text WHERE rowid = ?", (rowid,))
         self._db.execute("DELETE FROM notes_titles WHERE rowid = ?", (rowid,))
         self._db.execute(
@@ -593,8 +640,7 @@ class NoteIndex:
             "DELETE FROM notes WHERE workspace = ? AND id = ? RETURNING rowid", (workspace, note_id)
         ).fetchone()
         if row is not None:
-            self._db.execute("DELETE FROM notes_text WHERE rowid = ?", row)
-            self._db.execute("DELETE FROM notes_titles WHERE rowid = ?", row)
+            self._forget_text([row])
 
     def _forget_subtree(self, workspace: str, path: str) -> None:
         """Drop a directory (`""`: the whole workspace) and everything below it, and its watches."""
@@ -607,8 +653,7 @@ class NoteIndex:
                 (workspace, *bounds),
             )
         ]
-        self._db.executemany("DELETE FROM notes_text WHERE rowid = ?", rowids)
-        self._db.executemany("DELETE FROM notes_titles WHERE rowid = ?", rowids)
+        self._forget_text(rowids)
         if path:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
@@ -621,6 +666,20 @@ class NoteIndex:
                     del watcher.dirs[wd]
                     with suppress(OSError):
                         watcher.inotify.rm_watch(wd)
+
+    def _forget_text(self, rowids: Sequence[tuple[int]]) -> None:
+        """Rule 7: list the full-text rows of removed notes; purge them once a batch is listed."""
+        self._db.executemany("INSERT OR IGNORE INTO fts_stale (rowid) VALUES (?)", rowids)
+        self._stale += len(rowids)
+        if self._stale < STALE_BATCH:
+            return
+        stale = self._db.execute(
+            "DELETE FROM fts_stale WHERE rowid NOT IN (SELECT rowid FROM notes) RETURNING rowid"
+        ).fetchall()
+        self._db.execute("DELETE FROM fts_stale")
+        self._db.executemany("DELETE FROM notes_text WHERE rowid = ?", stale)
+        self._db.executemany("DELETE FROM notes_titles WHERE rowid = ?", stale)
+        self._stale = 0
 
     @contextmanager
     def _write(self) -> Iterator[None]:
