@@ -2,7 +2,11 @@
 
 `tools/list` is computed once at start-up, sorted by name, and never varies per request
 or connection. A call's arguments are validated against the tool's `inputSchema` (JSON
-Schema 2020-12, no remote `$ref`) before the handler runs.
+Schema 2020-12, no remote `$ref`) before the handler runs: `jsonschema` is the judge and
+words the problems; a schema that uses only keywords whose meaning draft 7 and 2020-12
+share is also compiled by `fastjsonschema` (~1 µs a call instead of ~17 µs), which lets
+valid arguments through and hands anything it rejects to `jsonschema`. So the fast path
+can only pass what `jsonschema` passes (`tests/unit/test_tool_arguments.py` checks it).
 
 Error policy (spec open point O-4), as a table: protocol-level problems are JSON-RPC
 errors, everything a model can correct is a tool result with `isError: true` and
@@ -23,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import fastjsonschema
 import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.shared.exceptions import MCPError
@@ -111,17 +116,56 @@ ToolResult = types.CallToolResult | types.InputRequiredResult
 ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
 
 
+_SHARED_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "enum", "const",
+        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "allOf", "oneOf", "not",
+        "title", "description", "default", "examples",
+    }
+)  # fmt: skip
+"""Keywords draft 7 (fastjsonschema) and 2020-12 (jsonschema) read alike. Left out on purpose:
+`format` (fastjsonschema checks it, jsonschema by default does not), `$ref`/`$defs`, array-form
+`items`, and everything 2020-12 added."""
+
+
+def fast_validator(schema: Mapping[str, Any]) -> Callable[[Any], Any] | None:
+    """A compiled draft-7 check of `schema`, or None when it uses a keyword outside the shared set."""
+
+    def shared(node: Any) -> bool:
+        if isinstance(node, bool):
+            return True
+        if not isinstance(node, Mapping) or not node.keys() <= _SHARED_KEYWORDS:
+            return False
+        subs = [*node.get("properties", {}).values(), *node.get("anyOf", ()), *node.get("allOf", ())]
+        subs += [
+            *node.get("oneOf", ()),
+            *(node[k] for k in ("items", "additionalProperties", "not") if k in node),
+        ]
+        return all(shared(sub) for sub in subs)
+
+    return fastjsonschema.compile(dict(schema)) if shared(schema) else None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDef:
     tool: types.Tool
     handler: ToolHandler
     _validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+    _fast: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         Draft202012Validator.check_schema(self.tool.input_schema)
         object.__setattr__(self, "_validator", Draft202012Validator(self.tool.input_schema))
+        object.__setattr__(self, "_fast", fast_validator(self.tool.input_schema))
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        if self._fast is not None:
+            try:
+                self._fast(dict(arguments))
+                return []
+            except fastjsonschema.JsonSchemaException:
+                pass  # jsonschema decides, and says what is wrong
         return [
             f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}"
             for e in sorted(self._validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
