@@ -35,6 +35,8 @@ import psycopg
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
 from notewarden.notes.sql import SqlNoteStore
+from notewarden.scope.fsroot import TRASH_DIR_NAME as TRASH_DIR
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
@@ -50,7 +52,6 @@ STORAGE = {
     "postgres": ("postgres", "postgres"),
     "files+postgres": ("files", "postgres"),
 }
-TRASH_DIR = ".notewarden-trash"
 
 
 @dataclass
@@ -218,22 +219,28 @@ class StorageDeployment:
         return int(self.sql(query, (self.workspace_uri, note_id))[0][0])
 
     def trash_copies(self, note_id: str) -> int:
-        """Copies of the note in the trash: folder entries (files store) or rows (SQL stores)."""
+        """Copies of the note in the trash: folder entries (files store) or rows (SQL stores). A folder
+        entry is the note's when a trash row (committed) or a journal line (not yet) names it."""
         if self.notes_kind != "files":
             return self.trash_rows(note_id)
-        trash = self.workspace_dir / TRASH_DIR
-        if not trash.exists():
-            return 0
-        copies = 0
-        for sidecar in trash.glob("*.json"):
-            if json.loads(sidecar.read_text())["note_id"] == note_id and (trash / sidecar.stem).exists():
-                copies += 1
-        return copies
+        rows = self.sql(
+            "SELECT trash_id FROM trash WHERE workspace = ? AND note_id = ?", (self.workspace_uri, note_id)
+        )
+        named = {r[0] for r in rows}
+        named |= {line["trash_id"] for line in self.trash_journal() if line["note_id"] == note_id}
+        return len(named & set(self.trash_entries()))
 
     def trash_entries(self) -> list[str]:
-        """Everything in the trash folder (files store), sidecars included."""
+        """The trash folder's entries (files store), the intent journal left out."""
         trash = self.workspace_dir / TRASH_DIR
-        return sorted(p.name for p in trash.iterdir()) if trash.exists() else []
+        return (
+            sorted(p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME) if trash.exists() else []
+        )
+
+    def trash_journal(self) -> list[dict[str, Any]]:
+        """The lines of the files store's intent journal: deletes not known to be committed or undone."""
+        journal = self.workspace_dir / TRASH_DIR / TRASH_JOURNAL_NAME
+        return [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
 
     def claims(self) -> int:
         """Consumed confirmations of this deployment's principal."""

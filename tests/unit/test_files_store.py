@@ -1,8 +1,10 @@
 """The files store's writes against real folders and a real SQLite ledger: optimistic concurrency,
-exact restores, purges bound to what was listed, and recovery after a crash mid-purge."""
+exact restores, purges bound to what was listed, and recovery after a crash mid-purge or mid-delete
+(from the intent journal, and from an earlier version's sidecars)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +16,15 @@ from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.model import content_version
 from notewarden.notes.store import VersionConflict
-from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected, WorkspaceRoot
+from notewarden.scope.fsroot import (
+    TRASH_DIR_NAME,
+    TRASH_JOURNAL_NAME,
+    IdentityMismatch,
+    NoteExists,
+    NoteMissing,
+    PathRejected,
+    WorkspaceRoot,
+)
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
@@ -148,11 +158,11 @@ def test_purge_refuses_an_entry_that_changed_and_deletes_the_rest(
     (trash_dir / listed[0].trash_id).write_bytes(b"swapped")
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
         store.purge_trash(txn, scope, listed)
-    assert len(list(trash_dir.iterdir())) == 4  # nothing was deleted
+    assert len(scope.root.list_trash()) == 2  # nothing was deleted
     with ledger.critical_section() as txn:
         fresh = store.list_trash(txn, scope)
         assert store.purge_trash(txn, scope, fresh) == 2
-    assert list(trash_dir.iterdir()) == []
+    assert [p.name for p in trash_dir.iterdir()] == [TRASH_JOURNAL_NAME]
 
 
 def test_recovery_finishes_a_purge_that_crashed_before_commit(
@@ -165,3 +175,78 @@ def test_recovery_finishes_a_purge_that_crashed_before_commit(
         assert store.list_trash(txn, scope) == []
         assert txn.connection.execute("SELECT count(*) FROM trash").fetchone() == (0,)
     assert scope.root.list_trash() == []
+
+
+def half_done_delete(scope: WorkspaceScope, note_id: str, trash_id: str) -> None:
+    """What a process killed between its move and its COMMIT leaves: a journal line and a trash
+    entry, no trash row."""
+    intent = json.dumps({"trash_id": trash_id, "note_id": note_id, "workspace": str(scope.workspace)})
+    scope.root.append_trash_journal(intent.encode() + b"\n")
+    scope.root.quarantine(note_id, trash_id, scope.root.stat_note(note_id).identity)
+
+
+def journal(scope: WorkspaceScope) -> list[str]:
+    return scope.root.read_trash_journal(1 << 20).decode().splitlines()
+
+
+def test_recovery_moves_an_uncommitted_delete_back_and_empties_the_journal(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    committed = trash(store, ledger, scope, "reports/tps.md")
+    half_done_delete(scope, "todo.md", "20260101T000000-aaaaaaaaaaaa")
+    assert len(journal(scope)) == 2
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 1
+        assert [e.trash_id for e in store.list_trash(txn, scope)] == [committed]
+    assert store.read_note(scope, "todo.md").data == b"- stapler\n"
+    assert scope.root.list_trash() == [committed]
+    assert journal(scope) == []
+
+
+def test_a_line_whose_path_is_taken_again_stays_in_the_journal(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, tmp_path: Path
+) -> None:
+    half_done_delete(scope, "todo.md", "20260101T000000-bbbbbbbbbbbb")
+    (Path(scope.workspace.path) / "todo.md").write_text("- a new todo\n")
+    (Path(scope.workspace.path) / TRASH_DIR_NAME / TRASH_JOURNAL_NAME).open("ab").write(b"not json\n")
+    for _ in range(2):  # kept, not recovered, not lost: every recovery sees it again
+        with ledger.critical_section() as txn:
+            assert store.recover(txn, scope.workspace, scope.root) == 0
+        assert [json.loads(line)["trash_id"] for line in journal(scope)] == ["20260101T000000-bbbbbbbbbbbb"]
+    assert scope.root.list_trash() == ["20260101T000000-bbbbbbbbbbbb"]
+    (Path(scope.workspace.path) / "todo.md").unlink()
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 1
+    assert store.read_note(scope, "todo.md").data == b"- stapler\n"
+    assert journal(scope) == []
+
+
+def test_an_earlier_versions_sidecar_is_still_recovered(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash_dir = Path(scope.workspace.path) / TRASH_DIR_NAME
+    trash_dir.mkdir(mode=0o700)
+    (trash_dir / "20250101T000000-cccccccccccc.json").write_text(
+        json.dumps({"workspace": str(scope.workspace), "note_id": "reports/tps.md", "deleted_at": 1.0})
+    )
+    (Path(scope.workspace.path) / "reports" / "tps.md").rename(trash_dir / "20250101T000000-cccccccccccc")
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 1
+    assert store.read_note(scope, "reports/tps.md").data == ODD_BYTES
+    assert sorted(p.name for p in trash_dir.iterdir()) == []
+
+
+def test_the_journal_is_recovered_and_emptied_as_it_grows(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("notewarden.notes.files.JOURNAL_RECOVERY_BYTES", 1)
+    half_done_delete(scope, "todo.md", "20260101T000000-dddddddddddd")  # another process died here
+    first = trash(store, ledger, scope, "reports/tps.md")
+    trash_ids = [json.loads(line)["trash_id"] for line in journal(scope)]
+    assert trash_ids == ["20260101T000000-dddddddddddd", first]  # this process appended 1 line so far
+    (Path(scope.workspace.path) / "extra.md").write_text("# Extra\n")
+    second = trash(store, ledger, scope, "extra.md")  # over the limit: recovers first, then appends
+    assert [json.loads(line)["trash_id"] for line in journal(scope)] == [second]
+    assert store.read_note(scope, "todo.md").data == b"- stapler\n"  # the dead process's move undone
+    with ledger.critical_section() as txn:
+        assert {e.trash_id for e in store.list_trash(txn, scope)} == {first, second}

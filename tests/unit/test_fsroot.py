@@ -900,3 +900,28 @@ def test_seccomp_blocked_syscalls_fall_back(tmp_path: Path, openat2_errno: int) 
     assert out["restored"] is True
     assert out["files"] == {"a.md": b"again", "b.md": b"b", "restored.md": b"a2"}
     assert (outside / "s.md").read_bytes() == b"s"
+
+
+def test_the_trash_journal_is_appended_never_written_through(opener: Opener, tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, {"n.md": b"# n\n"})
+    root = opener(ws)
+    assert root.read_trash_journal(1024) == b""  # no trash yet
+    root.append_trash_journal(b"one\n")
+    root.append_trash_journal(b"two\n", sync=False)
+    assert root.read_trash_journal(1024) == b"one\ntwo\n"
+    assert root.list_trash() == []  # the journal is not an entry
+    root.reset_trash_journal(b"two\n")
+    assert root.read_trash_journal(1024) == b"two\n"
+    journal = ws / TRASH_DIR_NAME / fsroot.TRASH_JOURNAL_NAME
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep\n")
+    journal.unlink()
+    journal.symlink_to(outside)
+    expect_error(EscapeBlocked, lambda: root.append_trash_journal(b"x\n"), tmp_path)
+    expect_error(EscapeBlocked, lambda: root.read_trash_journal(1024), tmp_path)
+    expect_error(EscapeBlocked, root.reset_trash_journal, tmp_path)
+    assert outside.read_bytes() == b"keep\n"
+    journal.unlink()
+    os.mkfifo(journal)
+    expect_error(NotARegularFile, lambda: root.append_trash_journal(b"x\n"), tmp_path)
+    expect_error(NotARegularFile, lambda: root.read_trash_journal(1024), tmp_path)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME
+
 CHECKPOINTS = [
     "[1 discover] server/discover → supportedVersions=['2026-07-28']",
     "[4 round 1] resultType=input_required",
@@ -35,4 +37,7 @@ def test_demo_walks_through_every_checkpoint(tmp_path: Path, transport: str) -> 
     for checkpoint in CHECKPOINTS:
         assert checkpoint in done.stdout, f"missing {checkpoint!r} in:\n{done.stdout}"
     assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in done.stdout
-    assert sorted(p.name for p in (tmp_path / "notes" / ".notewarden-trash").iterdir() if p.suffix == ".json")
+    trash = tmp_path / "notes" / TRASH_DIR_NAME
+    assert [p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME], (
+        "the deleted notes are in the trash"
+    )

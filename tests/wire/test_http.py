@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
 from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.rawhttp import PROTOCOL, RawMcp, meta
 
@@ -36,7 +37,7 @@ def accept(note_id: str, confirm: bool = True) -> dict[str, object]:
 
 def trashed(deployment: Deployment) -> list[str]:
     trash = deployment.notes / TRASH
-    return sorted(p.name for p in trash.iterdir() if not p.name.endswith(".json")) if trash.exists() else []
+    return sorted(p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME) if trash.exists() else []
 
 
 def round1(client: RawMcp, deployment: Deployment, title: str = "TPS report") -> dict[str, object]:

@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -231,7 +232,7 @@ async def test_empty_trash_is_confirmed_once_and_says_what(transport: str, deplo
         assert error_code(replay) == "confirmation_already_used"
         listed = await call(client, "notes_trash_list", {"workspaceUri": ws})
         assert listed.structured_content == {"workspaceUri": ws, "count": 0, "entries": []}
-    assert not [p for p in (deployment.notes / ".notewarden-trash").iterdir()]
+    assert [p.name for p in (deployment.notes / ".notewarden-trash").iterdir()] == [TRASH_JOURNAL_NAME]
 
 
 async def test_trash_changed_between_rounds_purges_nothing(transport: str, deployment: Deployment) -> None:

@@ -51,8 +51,8 @@ EXPIRY_SKEW_SECONDS = 120.0
 
 Durability = Literal["normal", "full"]
 """`[storage] durability`: "normal" survives a killed process (no fsync per step: SQLite's
-`synchronous=NORMAL` in WAL mode, trash sidecars written but not fsynced); "full" also survives
-power loss (`synchronous=FULL`, sidecar and trash directory fsynced)."""
+`synchronous=NORMAL` in WAL mode, the trash journal's lines written but not fsynced); "full" also
+survives power loss (`synchronous=FULL`, each journal line fsynced)."""
 DURABILITY_LEVELS: tuple[Durability, ...] = ("normal", "full")
 
 

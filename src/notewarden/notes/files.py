@@ -6,8 +6,8 @@ the critical section and the file step is reversible until COMMIT:
     BEGIN (SQLite: IMMEDIATE)
       claim the confirmation id                       (ledger)
       lock the workspace                              (PostgreSQL: pg_advisory_xact_lock)
-      write trash/<id>.json  naming the original path
-      rename the note to trash/<id>, no-replace, identity-checked   (undo: rename back, remove .json)
+      append {trash id, original path} to trash/~intents   (the intent journal)
+      rename the note to trash/<id>, no-replace, identity-checked   (undo: rename back)
       INSERT the trash row
     COMMIT
 
@@ -15,10 +15,15 @@ Every process changes a workspace's trash (delete, restore, purge) only while ho
 workspace's lock (on SQLite the database write lock, which covers every workspace). So while
 `recover` holds the lock, a trash entry without a committed row can only be a leftover of a
 process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
-and recovery moves it back. Recovery runs at start-up, and again inside a delete that finds
-its note missing, so a retry on any instance heals a dead instance's half-done move. The
-outcome after any crash is "in the trash and consumed" or "untouched and still usable".
-Nothing is unlinked here: everything deleted stays in the trash until it is emptied.
+and recovery moves it back to the path its journal line names. Recovery runs at start-up, again
+inside a delete that finds its note missing, so a retry on any instance heals a dead instance's
+half-done move, and whenever this process has appended `JOURNAL_RECOVERY_BYTES` to a workspace's
+journal; having dealt with every line, it empties the journal. The outcome after any crash is
+"in the trash and consumed" or "untouched and still usable". Nothing is unlinked here:
+everything deleted stays in the trash until it is emptied.
+
+Before the journal, each entry had a sidecar file `trash/<id>.json`; recovery still reads any
+that an earlier version left, and purging an entry removes its sidecar.
 
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
@@ -91,6 +96,9 @@ FILES_STORE_SCHEMA = SchemaComponent(
 )
 
 _SIDECAR = ".json"
+JOURNAL_RECOVERY_BYTES = 256 * 1024
+"""Appended by this process to one workspace's journal before it recovers and empties it."""
+_JOURNAL_READ_MAX = 64 * 1024 * 1024
 
 
 def _new_trash_id() -> str:
@@ -112,10 +120,11 @@ class FilesNoteStore:
         self, index_path: Path | None = None, *, watch: bool = True, durability: Durability = "normal"
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
-        `durability`: "full" fsyncs each trash sidecar and the trash directory (power loss), as
+        `durability`: "full" fsyncs each line of the trash journal (power loss), as
         the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
         self._sync_trash = durability == "full"
+        self._journaled: dict[str, int] = {}
 
     def close(self) -> None:
         self.index.close()
@@ -285,26 +294,22 @@ class FilesNoteStore:
         confirmation_id: str,
     ) -> TrashedNote:
         root = scope.root
+        workspace = str(scope.workspace)
+        if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:
+            self.recover(txn, scope.workspace, root)  # we hold the lock: no other delete is under way
         trash_id = _new_trash_id()
-        sidecar_name = trash_id + _SIDECAR
         deleted_at = time.time()
-        sidecar = json.dumps(
-            {"workspace": str(scope.workspace), "note_id": candidate.id, "deleted_at": deleted_at}
-        )
-        root.write_trash_file(sidecar_name, sidecar.encode(), sync=self._sync_trash)
-        try:
-            identity = root.quarantine(candidate.id, trash_id, candidate.identity)
-        except BaseException:
-            root.purge_trash_entry(sidecar_name)
-            raise
+        intent = json.dumps({"trash_id": trash_id, "note_id": candidate.id, "workspace": workspace})
+        root.append_trash_journal(intent.encode() + b"\n", sync=self._sync_trash)
+        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + 1
+        identity = root.quarantine(candidate.id, trash_id, candidate.identity)
 
         def put_back() -> None:
             root.restore(trash_id, candidate.id)
-            root.purge_trash_entry(sidecar_name)  # only once the note is back: recovery needs it until then
-            self.index.note_changed(str(scope.workspace), root, candidate.id)
+            self.index.note_changed(workspace, root, candidate.id)
 
         txn.on_rollback(put_back)
-        self.index.note_changed(str(scope.workspace), root, candidate.id)
+        self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
             "dev, ino, size, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -346,27 +351,67 @@ class FilesNoteStore:
                     root.purge_trash_entry(trash_id + _SIDECAR)
                 recovered += 1
                 logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
-        for name in root.list_trash():
-            if not name.endswith(_SIDECAR):
+        journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        kept: list[bytes] = []
+        for line in journal.splitlines(keepends=True):
+            try:
+                intent = json.loads(line)
+                trash_id, note_id = intent["trash_id"], intent["note_id"]
+                if not isinstance(trash_id, str) or not isinstance(note_id, str):
+                    raise TypeError("trash_id and note_id must be strings")
+            except (ValueError, KeyError, TypeError):
+                logger.error(
+                    "unreadable line of the trash journal dropped", extra={"workspace": str(workspace)}
+                )
                 continue
-            trash_id = name[: -len(_SIDECAR)]
             if trash_id in committed:
+                continue
+            put_back = self._put_back(root, trash_id, note_id)
+            recovered += put_back is True
+            if put_back is None:
+                kept.append(line)
+        for name in root.list_trash():  # sidecars of earlier versions
+            trash_id = name.removesuffix(_SIDECAR)
+            if trash_id == name or trash_id in committed:
                 continue
             try:
                 note_id = json.loads(root.read_trash_file(name, 64 * 1024))["note_id"]
+                if not isinstance(note_id, str):
+                    raise TypeError("note_id must be a string")
             except (ValueError, KeyError, TypeError, FsError):
                 logger.error("unreadable trash sidecar left in place", extra={"entry": name})
                 continue
-            if root.trash_entry(trash_id) is not None:
-                try:
-                    root.restore(trash_id, note_id)
-                except NoteExists:
-                    logger.error(
-                        "uncommitted trash entry kept in trash: its original path is taken again",
-                        extra={"trash_id": trash_id, "note": note_id},
-                    )
-                    continue
-            root.purge_trash_entry(name)
-            recovered += 1
-            logger.warning("recovered an uncommitted delete", extra={"trash_id": trash_id, "note": note_id})
+            put_back = self._put_back(root, trash_id, note_id)
+            if put_back is not None:
+                recovered += put_back
+                root.purge_trash_entry(name)
+        if len(journal) < _JOURNAL_READ_MAX:
+            root.reset_trash_journal(b"".join(kept))
+            self._journaled[str(workspace)] = 0
         return recovered
+
+    @staticmethod
+    def _put_back(root: WorkspaceRoot, trash_id: str, note_id: str) -> bool | None:
+        """Move an uncommitted trash entry back: True when moved, False when there is none,
+        None when it stays in the trash (its path is taken again, or it cannot be moved now)."""
+        try:
+            if root.trash_entry(trash_id) is None:
+                return False
+        except PathRejected:
+            return False
+        try:
+            root.restore(trash_id, note_id)
+        except NoteExists:
+            logger.error(
+                "uncommitted trash entry kept in trash: its original path is taken again",
+                extra={"trash_id": trash_id, "note": note_id},
+            )
+            return None
+        except FsError as exc:
+            logger.error(
+                "uncommitted trash entry kept in trash: it cannot be moved back",
+                extra={"trash_id": trash_id, "reason": str(exc)},
+            )
+            return None
+        logger.warning("recovered an uncommitted delete", extra={"trash_id": trash_id, "note": note_id})
+        return True
