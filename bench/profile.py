@@ -134,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--rate", type=int, default=250, help="samples per second")
     parser.add_argument(
+        "--gil",
+        action="store_true",
+        help="sample only the thread holding the GIL: where CPU goes, not where threads wait",
+    )
+    parser.add_argument(
         "--py-spy", default=shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     )
     args = parser.parse_args(argv)
@@ -145,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         server = start_notewarden(prepare_notewarden(work, bench_notes(0, total), tag="p"), cpus={1})
     else:
         server = start_baseline(args.server, work, first=0, count=total, cpus={1})
-    name = f"profile-{args.server}-{args.flow}-{args.notes}"
+    name = f"profile-{args.server}-{args.flow}-{args.notes}" + ("-gil" if args.gil else "")
     raw = RESULTS / f"{name}.collapsed.txt"
     RESULTS.mkdir(exist_ok=True)
     try:
@@ -171,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--full-filenames",
                 "--output",
                 str(raw),
+                *(["--gil"] if args.gil else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
