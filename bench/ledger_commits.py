@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.ledger_commits --threads 8
 
 What a confirmed delete's critical section looks like to the SQLite ledger once round 1 is
-cheap: a claim, then a durable file step (here one fsync'd file) inside the write lock.
+cheap: a claim, then a durable file step (here one fsync'd line appended to a journal, as the
+files store's trash journal does with durability = "full") inside the write lock.
 Shows the cost of sibling threads that wait for the lock (see docs/performance.md).
 """
 
@@ -36,9 +37,9 @@ def commits_per_second(threads: int, per_thread: int) -> tuple[float, float, flo
                 txn.claim_confirmation(
                     Claim(f"{worker}-{i}", "bench", "notes_delete", "deleted", time.time() + 60)
                 )
-                fd = os.open(folder / f"f{worker}-{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(folder / "journal", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
-                    os.write(fd, b"trash sidecar")
+                    os.write(fd, f"intent {worker}-{i}\n".encode())
                     os.fsync(fd)
                 finally:
                     os.close(fd)
