@@ -17,8 +17,9 @@ workspace's lock (on SQLite the database write lock, which covers every workspac
 process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
 and recovery moves it back to the path its journal line names. Recovery runs at start-up, again
 inside a delete that finds its note missing, so a retry on any instance heals a dead instance's
-half-done move, and whenever this process has appended `JOURNAL_RECOVERY_BYTES` to a workspace's
-journal; having dealt with every line, it empties the journal. The outcome after any crash is
+half-done move; having dealt with every line, it empties the journal. Once this process has
+appended `JOURNAL_RECOVERY_BYTES` to a workspace's journal, the next delete replays the journal
+alone (not the whole trash) before appending. The outcome after any crash is
 "in the trash and consumed" or "untouched and still usable". Nothing is unlinked here:
 everything deleted stays in the trash until it is emptied.
 
@@ -103,6 +104,10 @@ _JOURNAL_READ_MAX = 64 * 1024 * 1024
 
 def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
+
+
+def _committed(txn: LedgerTxn, workspace: str) -> set[str]:
+    return {row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (workspace,))}
 
 
 def _note(row: IndexedNote) -> Note:
@@ -295,8 +300,8 @@ class FilesNoteStore:
     ) -> TrashedNote:
         root = scope.root
         workspace = str(scope.workspace)
-        if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:
-            self.recover(txn, scope.workspace, root)  # we hold the lock: no other delete is under way
+        if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:  # we hold the lock
+            self._replay_journal(root, workspace, _committed(txn, workspace))
         trash_id = _new_trash_id()
         deleted_at = time.time()
         intent = json.dumps({"trash_id": trash_id, "note_id": candidate.id, "workspace": workspace})
@@ -340,9 +345,7 @@ class FilesNoteStore:
         if root is None:
             raise ValueError(f"the files store needs the directory of {workspace} to recover it")
         txn.lock_workspace(str(workspace))
-        committed = {
-            row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
-        }
+        committed = _committed(txn, str(workspace))
         recovered = 0
         for trash_id in sorted(committed):
             if root.trash_entry(trash_id) is None:
@@ -351,25 +354,7 @@ class FilesNoteStore:
                     root.purge_trash_entry(trash_id + _SIDECAR)
                 recovered += 1
                 logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
-        journal = root.read_trash_journal(_JOURNAL_READ_MAX)
-        kept: list[bytes] = []
-        for line in journal.splitlines(keepends=True):
-            try:
-                intent = json.loads(line)
-                trash_id, note_id = intent["trash_id"], intent["note_id"]
-                if not isinstance(trash_id, str) or not isinstance(note_id, str):
-                    raise TypeError("trash_id and note_id must be strings")
-            except (ValueError, KeyError, TypeError):
-                logger.error(
-                    "unreadable line of the trash journal dropped", extra={"workspace": str(workspace)}
-                )
-                continue
-            if trash_id in committed:
-                continue
-            put_back = self._put_back(root, trash_id, note_id)
-            recovered += put_back is True
-            if put_back is None:
-                kept.append(line)
+        recovered += self._replay_journal(root, str(workspace), committed)
         for name in root.list_trash():  # sidecars of earlier versions
             trash_id = name.removesuffix(_SIDECAR)
             if trash_id == name or trash_id in committed:
@@ -385,9 +370,32 @@ class FilesNoteStore:
             if put_back is not None:
                 recovered += put_back
                 root.purge_trash_entry(name)
+        return recovered
+
+    def _replay_journal(self, root: WorkspaceRoot, workspace: str, committed: set[str]) -> int:
+        """Move back what the journal names and `committed` does not, then empty the journal but
+        for the lines that could not be acted on. The caller holds the workspace's lock."""
+        journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        recovered = 0
+        kept: list[bytes] = []
+        for line in journal.splitlines(keepends=True):
+            try:
+                intent = json.loads(line)
+                trash_id, note_id = intent["trash_id"], intent["note_id"]
+                if not isinstance(trash_id, str) or not isinstance(note_id, str):
+                    raise TypeError("trash_id and note_id must be strings")
+            except (ValueError, KeyError, TypeError):
+                logger.error("unreadable line of the trash journal dropped", extra={"workspace": workspace})
+                continue
+            if trash_id in committed:
+                continue
+            put_back = self._put_back(root, trash_id, note_id)
+            recovered += put_back is True
+            if put_back is None:
+                kept.append(line)
         if len(journal) < _JOURNAL_READ_MAX:
             root.reset_trash_journal(b"".join(kept))
-            self._journaled[str(workspace)] = 0
+            self._journaled[workspace] = 0
         return recovered
 
     @staticmethod

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import inotify_simple
@@ -332,12 +333,12 @@ class NoteIndex:
             self.refresh(workspace, root, progress)
             rows = run()
             for attempt in range(3):
-                stale = [n.id for n in rows if not self._on_disk(root, n, strict=attempt == 0)]
+                stale = [n for n in rows if not self._on_disk(root, n, strict=attempt == 0)]
                 if not stale:
                     return rows
                 with self._write():
-                    for note_id in stale:
-                        self._index_file(workspace, root, note_id)
+                    for note in stale:
+                        self._index_file(workspace, root, note.id, note)
                 rows = run()
             return [n for n in rows if self._on_disk(root, n, strict=False)]
 
@@ -394,9 +395,10 @@ class NoteIndex:
         """Rule 4: re-read every unsettled note of the workspace, now that its window has passed."""
         live.settle_after_ns = 0  # a note that is racy again sets it anew
         unsettled = self._db.execute(
-            "SELECT id FROM notes WHERE workspace = ? AND settled = 0 ORDER BY id", (workspace,)
+            f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.settled = 0 ORDER BY n.id",
+            (workspace,),
         )
-        self._read_files(workspace, root, [note_id for (note_id,) in unsettled], progress)
+        self._read_files(workspace, root, [(r[0], IndexedNote.of(r)) for r in unsettled], progress)
 
     def _live_state(self, workspace: str, root: WorkspaceRoot) -> _Live:
         live = self._live.setdefault(workspace, _Live())
@@ -494,7 +496,7 @@ class NoteIndex:
         queue: list[tuple[str, DirStamp | None, bool]] = (
             [(d, None, True) for d in only] if only is not None else [("", None, full)]
         )
-        to_read: list[str] = []
+        to_read: list[tuple[str, IndexedNote | None]] = []
         started = time.time_ns()
         with self._write():
             while queue:
@@ -538,8 +540,11 @@ class NoteIndex:
                     self._forget_subtree(workspace, gone)
         self._read_files(workspace, root, to_read, progress)
 
-    def _reconcile(self, workspace: str, listing: DirListing, started_ns: int) -> list[str]:
-        """Record one directory listing; returns the notes in it that must be (re-)read."""
+    def _reconcile(
+        self, workspace: str, listing: DirListing, started_ns: int
+    ) -> list[tuple[str, IndexedNote | None]]:
+        """Record one directory listing; returns the notes in it that must be (re-)read, each with
+        its row (None for a new note)."""
         path = listing.path
         racy = listing.stamp.mtime_ns >= started_ns - RACY_WINDOW_NS
         self._db.execute(
@@ -563,25 +568,37 @@ class NoteIndex:
         for gone in known.keys() - listed.keys():
             self._forget_note(workspace, gone)
         return [
-            note_id
+            (note_id, old)
             for note_id, entry in listed.items()
             if (old := known.get(note_id)) is None or old.identity != entry.identity or not old.settled
         ]
 
     def _read_files(
-        self, workspace: str, root: WorkspaceRoot, note_ids: Sequence[str], progress: ProgressSink | None
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        notes: Sequence[tuple[str, IndexedNote | None]],
+        progress: ProgressSink | None,
     ) -> None:
-        total = len(note_ids)
+        total = len(notes)
         for start in range(0, total, BATCH):
             with self._write():
-                for note_id in note_ids[start : start + BATCH]:
-                    self._index_file(workspace, root, note_id)
+                for note_id, known in notes[start : start + BATCH]:
+                    self._index_file(workspace, root, note_id, known)
             if progress is not None and total > BATCH:
                 done = min(start + BATCH, total)
                 progress(done, total, f"indexed {done} of {total} changed notes")
 
-    def _index_file(self, workspace: str, root: WorkspaceRoot, note_id: str) -> None:
-        """Re-read one note into the index, or drop it when it is no longer a readable note."""
+    def _index_file(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        note_id: str,
+        known: IndexedNote | EllipsisType | None = ...,
+    ) -> None:
+        """Re-read one note into the index, or drop it when it is no longer a readable note.
+
+        `known`: the note's row as the caller read it (None: it has none); `...`: look it up."""
         if not _is_note_path(note_id):
             self._forget_note(workspace, note_id)
             return
@@ -596,19 +613,22 @@ class NoteIndex:
         if not settled and (live := self._live.get(workspace)) is not None:
             live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
         body = data.decode("utf-8", errors="replace")
-        known = self._db.execute(
-            "SELECT n.rowid, n.dev, n.ino, n.size, n.mtime_ns, n.settled, n.title, t.body FROM notes n "
-            "JOIN notes_text t ON t.rowid = n.rowid WHERE n.workspace = ? AND n.id = ?",
-            (workspace, note_id),
-        ).fetchone()
+        if known is ...:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id = ?", (workspace, note_id)
+            ).fetchone()
+            known = IndexedNote.of(row) if row else None
         if (
             known is not None
-            and known[1:5] == (identity.dev, identity.ino, identity.size, identity.mtime_ns)
-            and known[6:] == (title, body)
+            and (known.identity, known.title) == (identity, title)
+            and self._body(workspace, note_id) == body
         ):
             # Re-read, unchanged (a racy row settling, a touch): no full-text churn.
-            if known[5] != settled:
-                self._db.execute("UPDATE notes SET settled = ? WHERE rowid = ?", (int(settled), known[0]))
+            if known.settled != settled:
+                self._db.execute(
+                    "UPDATE notes SET settled = ? WHERE workspace = ? AND id = ?",
+                    (int(settled), workspace, note_id),
+                )
             return
         (rowid,) = self._db.execute(
             "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled) "
@@ -634,6 +654,13 @@ class NoteIndex:
             (rowid, title, note_id, body),
         )
         self._db.execute("INSERT INTO notes_titles (rowid, title) VALUES (?, ?)", (rowid, title))
+
+    def _body(self, workspace: str, note_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT t.body FROM notes n JOIN notes_text t ON t.rowid = n.rowid WHERE n.workspace = ? AND n.id = ?",
+            (workspace, note_id),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def _forget_note(self, workspace: str, note_id: str) -> None:
         row = self._db.execute(

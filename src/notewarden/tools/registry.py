@@ -147,6 +147,14 @@ def fast_validator(schema: Mapping[str, Any]) -> Callable[[Any], Any] | None:
     return fastjsonschema.compile(dict(schema)) if shared(schema) else None
 
 
+def schema_problems(validator: Draft202012Validator, instance: Any) -> list[str]:
+    """Every way `instance` breaks the schema, as `path: message`, in path order."""
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}"
+        for e in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDef:
     tool: types.Tool
@@ -160,16 +168,14 @@ class ToolDef:
         object.__setattr__(self, "_fast", fast_validator(self.tool.input_schema))
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        instance = dict(arguments)
         if self._fast is not None:
             try:
-                self._fast(dict(arguments))
+                self._fast(instance)
                 return []
             except fastjsonschema.JsonSchemaException:
                 pass  # jsonschema decides, and says what is wrong
-        return [
-            f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}"
-            for e in sorted(self._validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
-        ]
+        return schema_problems(self._validator, instance)
 
 
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
