@@ -1,8 +1,9 @@
 """The note model shared by every store: identity, title and the candidate rule.
 
 A note's id is its path relative to the workspace root, in POSIX form
-(`reports/tps.md`). Its title is the front-matter `title:`, else the first `# `
-heading, else the file stem. A note matches a title query when its title contains
+(`reports/tps.md`). Its title is the front-matter `title:`, else the first level-1
+heading as CommonMark reads the note (never one inside code, a comment or front matter),
+else the file stem (`notes.markdown`). A note matches a title query when its title contains
 every word of the query, case-insensitively.
 """
 
@@ -13,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from notewarden.notes.markdown import title_of
 from notewarden.scope.fsroot import FileIdentity
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "content_version",
     "extract_title",
     "match_words",
+    "note_stem",
     "search_terms",
     "title_matches",
 ]
@@ -29,8 +32,6 @@ __all__ = [
 TITLE_SCAN_BYTES = 64 * 1024
 """Only the head of a file is read to find its title; a note's title lives at the top."""
 
-_FRONT_MATTER_TITLE = re.compile(r"^title:\s*(.*?)\s*$", re.IGNORECASE)
-_HEADING = re.compile(r"^#\s+(.*?)\s*#*\s*$")
 _WORD = re.compile(r"\w+")
 MAX_SEARCH_TERMS = 16
 
@@ -51,22 +52,14 @@ class Note:
 
 
 def extract_title(head: bytes, note_id: str) -> str:
-    """The note's title from the first `TITLE_SCAN_BYTES` of its content."""
-    text = head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":
-        for line in lines[1:]:
-            if line.strip() in ("---", "..."):
-                break
-            found = _FRONT_MATTER_TITLE.match(line)
-            if found and found.group(1):
-                return _unquote(found.group(1))
-    for line in lines:
-        found = _HEADING.match(line)
-        if found and found.group(1):
-            return found.group(1)
-    stem = note_id.rsplit("/", 1)[-1]
-    return stem.rsplit(".", 1)[0] if "." in stem[1:] else stem
+    """The note's title from the first `TITLE_SCAN_BYTES` of its content (`markdown` Rule 4)."""
+    return title_of(head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace"), note_stem(note_id))
+
+
+def note_stem(note_id: str) -> str:
+    """The file name without its suffix: `reports/TPS report.md` -> `TPS report`."""
+    name = note_id.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name[1:] else name
 
 
 def compose_note(title: str, body: str) -> str | None:
@@ -97,9 +90,3 @@ def content_version(data: bytes) -> str:
 def title_matches(title: str, words: Iterable[str]) -> bool:
     folded = title.casefold()
     return all(w in folded for w in words)
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value

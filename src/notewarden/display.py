@@ -1,0 +1,30 @@
+"""Text shown to a person: invisible format characters made visible.
+
+Rule: every character of Unicode category Cf (bidi controls U+202A-U+202E and U+2066-U+2069,
+zero-width U+200B-U+200F, U+2060, U+FEFF, soft hyphen, ...) and every control character but tab
+and newline is shown as an escape (`\\u202e`), wherever a note's name, title or text reaches a
+person: forms, confirmation messages, tool result text, the terminal client, the connect page.
+So a note named `report\\u202egpj.md` is never displayed as `reportdm.jpg`: the user sees the
+name that will be deleted. Identifiers sent back to the server (a form's `const`, a note id in
+structured content) stay exact; only what is displayed is escaped.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["visible"]
+
+
+def visible(text: str) -> str:
+    """`text` with every format and control character (but tab and newline) escaped."""
+    if text.isprintable():  # no Cf, no Cc: the common case costs one pass in C
+        return text
+    return "".join(
+        _escape(c) if c not in "\t\n" and unicodedata.category(c) in ("Cf", "Cc") else c for c in text
+    )
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
