@@ -48,7 +48,12 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     settings = config.storage
     components = [STORE_SCHEMAS[settings.notes]]
     if settings.ledger == "sqlite":
-        return SqliteLedger(sqlite_path(config), components=components, durability=settings.durability)
+        return SqliteLedger(
+            sqlite_path(config),
+            components=components,
+            durability=settings.durability,
+            pool_size=settings.pool_size,
+        )
     from notewarden.ledger.postgres import PostgresLedger
 
     assert settings.database_url is not None  # config validation guarantees it

@@ -18,6 +18,10 @@ Three forms share this table: `delete_form` (pick one of the notes matching a ti
 at first) and `trash_empty_form` (no choice: how many and which, then yes or no). For
 the two with a selection, "the set in the set" rule holds: a selection outside the
 offered notes is INVALID, never partly applied.
+
+Every text a form shows (its message, each choice's title, each line of a listing) goes through
+`display.visible`, so a name with a bidi control or a zero-width character reads as what it is;
+the `const` of a choice stays the exact note id the answer must name.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from notewarden.confirm.state import Candidate
+from notewarden.display import visible
 
 __all__ = [
     "DELETE_INPUT_KEY",
@@ -92,7 +97,7 @@ def candidate_label(candidate: Candidate) -> str:
     modified = datetime.fromtimestamp(candidate.identity.mtime_ns / 1e9, tz=UTC).strftime(
         "%Y-%m-%d %H:%M UTC"
     )
-    return f"{candidate.title} — {candidate.id} — modified {modified}"
+    return visible(f"{candidate.title} — {candidate.id} — modified {modified}")
 
 
 def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
@@ -103,7 +108,7 @@ def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> 
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": (
+            "message": visible(
                 f"Delete a note from workspace {workspace}: {matches} “{query}”. "
                 "Pick the one to delete and confirm. It will be moved to the workspace trash."
             ),
@@ -136,7 +141,7 @@ def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": (
+            "message": visible(
                 f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
                 "They will be moved to the workspace trash."
             ),
@@ -175,7 +180,7 @@ def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: i
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": (
+            "message": visible(
                 f"Permanently delete {notes} from the trash of workspace {workspace}? "
                 f"This cannot be undone.\n{lines}"
             ),

@@ -43,6 +43,7 @@ from notewarden.confirm.forms import (
     judge_selection,
 )
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, new_confirmation_id
+from notewarden.display import visible
 from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.model import match_words
@@ -213,7 +214,7 @@ class DeleteTool:
                     raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
                 pause_point("after_claim")
                 if outcome.mutates:
-                    scope = self.services.grants.authorize_workspace(
+                    scope = self.services.grants.reauthorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
                     )
                     scope.verify_identity(state.workspace_identity)
@@ -263,7 +264,7 @@ class DeleteTool:
         else:
             text = "Not confirmed: nothing was deleted."
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=structured
+            content=[types.TextContent(type="text", text=visible(text))], structured_content=structured
         )
 
 

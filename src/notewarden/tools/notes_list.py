@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
@@ -11,6 +9,7 @@ import mcp_types as types
 
 from notewarden.services import Services
 from notewarden.tools.registry import ToolCall, ToolDef, ToolResult
+from notewarden.tools.results import complete, iso8601
 
 __all__ = ["notes_list"]
 
@@ -50,10 +49,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def iso8601(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class ListTool:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -67,10 +62,7 @@ class ListTool:
                 {"id": n.id, "title": n.title, "size": n.size, "modified": iso8601(n.modified)} for n in notes
             ],
         }
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
-            structured_content=structured,
-        )
+        return complete(structured)
 
 
 def notes_list(services: Services) -> ToolDef:

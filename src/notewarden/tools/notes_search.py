@@ -106,11 +106,12 @@ class SearchTool:
             raise ToolFailure("invalid_query", f"query {query!r} has no words to search for")
         print_ = fingerprint(str(scope.uri), " ".join(terms))
         after = decode_cursor(call.arguments["cursor"], print_) if "cursor" in call.arguments else None
-        hits = await anyio.to_thread.run_sync(
-            lambda: self.services.store.search(
-                scope, terms, after=after, limit=limit + 1, progress=progress_sink(call.report_progress)
+        async with progress_sink(call.report_progress) as progress:
+            hits = await anyio.to_thread.run_sync(
+                lambda: self.services.store.search(
+                    scope, terms, after=after, limit=limit + 1, progress=progress
+                )
             )
-        )
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "query": query,
