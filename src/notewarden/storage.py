@@ -107,7 +107,9 @@ def _read_only(config: Config) -> Iterator[tuple[str, dict[str, int], SqlSession
             yield f"sqlite {path}", sqlite_versions(conn), SqliteSession(conn)
         return
     with _postgres(config) as ledger, ledger.snapshot() as db:
-        yield f"postgres {ledger.where}", ledger.versions(), db
+        ((schema,),) = db.execute("SELECT current_schema()")
+        inspected = f"schema {schema}" if schema else "no schema: search_path names none that exists"
+        yield f"postgres {ledger.where}; {inspected}", ledger.versions(), db
 
 
 def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, list[tuple[str, str]]]:

@@ -97,7 +97,8 @@ def candidate_label(candidate: Candidate) -> str:
     modified = datetime.fromtimestamp(candidate.identity.mtime_ns / 1e9, tz=UTC).strftime(
         "%Y-%m-%d %H:%M UTC"
     )
-    return visible(f"{candidate.title} — {candidate.id} — modified {modified}")
+    matched = f" — matched {candidate.matched}" if candidate.matched else ""
+    return visible(f"{candidate.title} — {candidate.id} — modified {modified}{matched}")
 
 
 def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:

@@ -26,6 +26,9 @@ Failure handling:
   inside its critical section, so it cannot hold a workspace lock forever.
 
 The connection string is never logged; messages name only host, port, database and user.
+Its `options` (for example `-csearch_path=notes,public`) are kept: notewarden appends its own three
+settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`, from `[storage]`),
+which therefore win over the same settings given there (`session_options`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "describe_dsn",
     "postgres_upgrade",
     "postgres_versions",
+    "session_options",
     "workspace_lock_key",
 ]
 
@@ -77,6 +81,17 @@ def workspace_lock_key(workspace: str) -> int:
     """A signed 64-bit advisory-lock key for a workspace URI."""
     digest = hashlib.sha256(b"notewarden-workspace\0" + workspace.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def session_options(dsn: str, statement_timeout: float) -> str:
+    """The connection's `options`: the URL's own, then notewarden's (a later `-c` wins)."""
+    timeout_ms = int(statement_timeout * 1000)
+    ours = (
+        f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+        f"-c idle_in_transaction_session_timeout={2 * timeout_ms}"
+    )
+    theirs = conninfo_to_dict(dsn).get("options")
+    return f"{theirs} {ours}" if theirs else ours
 
 
 def _unavailable(action: str, exc: BaseException) -> LedgerUnavailable:
@@ -218,7 +233,6 @@ class PostgresLedger:
         self._last_purge = 0.0
         self._purged_total = 0
         self._purge_lock = threading.Lock()
-        timeout_ms = int(statement_timeout * 1000)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             dsn,
             min_size=1,
@@ -235,10 +249,7 @@ class PostgresLedger:
                 "keepalives_idle": 10,
                 "keepalives_interval": 5,
                 "keepalives_count": 3,
-                "options": (
-                    f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
-                    f"-c idle_in_transaction_session_timeout={2 * timeout_ms}"
-                ),
+                "options": session_options(dsn, statement_timeout),
             },
             configure=_read_committed,
         )

@@ -45,7 +45,14 @@ from notewarden.ledger import Durability, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
-from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
+from notewarden.notes.store import (
+    NoteContent,
+    ProgressSink,
+    SearchHit,
+    SkippedEntry,
+    TrashedNote,
+    VersionConflict,
+)
 from notewarden.scope.fsroot import (
     FsError,
     IdentityMismatch,
@@ -111,7 +118,7 @@ def _committed(txn: LedgerTxn, workspace: str) -> set[str]:
 
 
 def _note(row: IndexedNote) -> Note:
-    return Note(id=row.id, title=row.title, identity=row.identity)
+    return Note(id=row.id, title=row.title, identity=row.identity, aliases=row.aliases)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -140,6 +147,10 @@ class FilesNoteStore:
 
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return [_note(r) for r in self.index.page(*self._key(scope), after=None, limit=None)]
+
+    def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
+        workspace, _, subtree = self._key(scope)
+        return [SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, subtree)]
 
     def list_page(
         self,
@@ -181,6 +192,7 @@ class FilesNoteStore:
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+        scope.root.require_in_place()
         identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
@@ -188,6 +200,7 @@ class FilesNoteStore:
     def update_note(
         self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
     ) -> NoteContent:
+        scope.root.require_in_place()
         with self.index.exclusive():  # one updater at a time across this host's server processes
             current = self.read_note(scope, note_id)
             if current.data == data:
@@ -203,6 +216,7 @@ class FilesNoteStore:
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
         root = scope.root
+        root.require_in_place()
         entry = root.stat_note(_inside(scope, note_id))
         identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
         self.index.note_changed(str(scope.workspace), root, note_id, new_id)
@@ -228,6 +242,7 @@ class FilesNoteStore:
         self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
     ) -> Note:
         root = scope.root
+        root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         rows = txn.execute(
             "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
@@ -256,6 +271,7 @@ class FilesNoteStore:
         progress: ProgressSink | None = None,
     ) -> int:
         root = scope.root
+        root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         for entry in entries:
             if root.trash_entry(entry.trash_id) != entry.identity:
@@ -281,6 +297,7 @@ class FilesNoteStore:
         principal: str,
         confirmation_id: str,
     ) -> TrashedNote:
+        scope.root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         try:
             return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)

@@ -36,6 +36,13 @@ left to itself SQLite may scan every note of the workspace and probe the FTS per
 Rule 6: one lock serializes a process's use of the index; several processes share the database
 file (WAL, `BEGIN IMMEDIATE` for writes, batches of `BATCH` files per transaction).
 
+Rule 8: what a query matches on is stored, so a lookup stays O(changes): a note's title and
+aliases (`model.extract_names`) in `notes`, and in the trigram table both its title and its other
+names (file stem and aliases) for `titled` (the candidate rule, `model.matched_name`). Entries a
+listing skipped on purpose (a symbolic link, another filesystem) are kept per directory in
+`skipped`, so `notes_list` can say what it left out and why without listing anything again.
+Version 3 of the schema added both; it empties the index (a cache: Rule 1) to rebuild it.
+
 Rule 7: a note that goes (deleted, moved, trashed) leaves the `notes` table at once, which every
 query joins, so it is never found again; its rows in the two full-text tables are only listed in
 `fts_stale` and removed `STALE_BATCH` at a time, in one transaction. An FTS5 delete rewrites
@@ -47,6 +54,7 @@ replaced), and the purge skips a rowid that is live again.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -61,7 +69,7 @@ from typing import Any
 import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.model import TITLE_SCAN_BYTES, extract_title, title_matches
+from notewarden.notes.model import TITLE_SCAN_BYTES, extract_names, matched_name, note_stem
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.fsroot import (
     NOTE_SUFFIXES,
@@ -109,6 +117,22 @@ INDEX_MIGRATIONS: Sequence[str] = (
     """
     CREATE TABLE fts_stale (rowid INTEGER PRIMARY KEY)
     """,
+    """
+    DELETE FROM notes;
+    DELETE FROM dirs;
+    DELETE FROM workspaces;
+    DELETE FROM fts_stale;
+    DROP TABLE notes_text;
+    DROP TABLE notes_titles;
+    CREATE VIRTUAL TABLE notes_text USING fts5(title, path, body, tokenize = 'unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE notes_titles USING fts5(title, names, tokenize = 'trigram');
+    ALTER TABLE notes ADD COLUMN aliases TEXT NOT NULL DEFAULT '[]';
+    CREATE TABLE skipped (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, dir TEXT NOT NULL, reason TEXT NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX skipped_by_dir ON skipped (workspace, dir)
+    """,
 )
 
 _WATCH_MASK = (
@@ -128,7 +152,7 @@ _STRUCTURAL = (
     | inotify_simple.flags.MOVED_FROM
     | inotify_simple.flags.MOVED_TO
 )
-_COLUMNS = "n.id, n.title, n.dev, n.ino, n.size, n.mtime_ns, n.settled"
+_COLUMNS = "n.id, n.title, n.dev, n.ino, n.size, n.mtime_ns, n.settled, n.aliases"
 
 
 def _fts_phrase(text: str) -> str:
@@ -160,12 +184,14 @@ class IndexedNote:
     title: str
     identity: FileIdentity
     settled: bool
+    aliases: tuple[str, ...] = ()
     snippet: str = ""
     score: float = 0.0
 
     @classmethod
     def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0) -> IndexedNote:
-        return cls(row[0], row[1], FileIdentity(row[2], row[3], row[5], row[4]), bool(row[6]), snippet, score)
+        identity = FileIdentity(row[2], row[3], row[5], row[4])
+        return cls(row[0], row[1], identity, bool(row[6]), tuple(json.loads(row[7])), snippet, score)
 
 
 def _resolve_inotify_libc() -> None:
@@ -264,7 +290,7 @@ class NoteIndex:
         params.append(limit)
 
         def run() -> list[IndexedNote]:
-            return [IndexedNote.of(r, r[8], r[7]) for r in self._db.execute(sql, params)]
+            return [IndexedNote.of(r, r[9], r[8]) for r in self._db.execute(sql, params)]
 
         return self._checked(workspace, root, run, progress)
 
@@ -277,10 +303,12 @@ class NoteIndex:
         *,
         progress: ProgressSink | None = None,
     ) -> list[IndexedNote]:
-        """Notes whose title contains every word (case-insensitive substring), sorted by id.
+        """Notes one of whose names contains every word (`model.matched_name`: title, file stem,
+        aliases; case-insensitive substrings), sorted by id.
 
-        Words of three characters or more go through the trigram index; when a query has none, the
-        workspace's titles are scanned (the one case that costs O(notes))."""
+        Words of three characters or more go through the trigram index (any word in any name narrows
+        the rows; the rule then decides); when a query has none, the workspace's rows are scanned
+        (the one case that costs O(notes))."""
         within, bounds = _range("n.id", subtree)
         long = [w for w in words if len(w) >= 3]
         if long:
@@ -295,7 +323,7 @@ class NoteIndex:
 
         def run() -> list[IndexedNote]:
             rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
-            return [n for n in rows if title_matches(n.title, words)]
+            return [n for n in rows if matched_name(n.id, n.title, n.aliases, words) is not None]
 
         return self._checked(workspace, root, run, progress)
 
@@ -321,6 +349,19 @@ class NoteIndex:
             return [IndexedNote.of(r) for r in self._db.execute(sql, params)]
 
         return self._checked(workspace, root, run, progress)
+
+    def skipped(self, workspace: str, subtree: str) -> list[tuple[str, str]]:
+        """(path, reason) of every entry the listings left out on purpose below `subtree`, by path,
+        as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
+        within, bounds = _range("path", subtree)
+        with self._lock:
+            return [
+                (str(path), str(reason))
+                for path, reason in self._db.execute(
+                    f"SELECT path, reason FROM skipped WHERE workspace = ?{within} ORDER BY path",
+                    (workspace, *bounds),
+                )
+            ]
 
     def _checked(
         self,
@@ -474,6 +515,8 @@ class NoteIndex:
                     dirty_dirs.add(directory)
                 elif _is_note_path(child):
                     dirty_files.add(child)
+                elif event.mask & _STRUCTURAL and not event.name.startswith("."):
+                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
         if dirty_files:
@@ -567,6 +610,11 @@ class NoteIndex:
         listed = {entry.path: entry for entry in listing.notes}
         for gone in known.keys() - listed.keys():
             self._forget_note(workspace, gone)
+        self._db.execute("DELETE FROM skipped WHERE workspace = ? AND dir = ?", (workspace, path))
+        self._db.executemany(
+            "INSERT INTO skipped (workspace, path, dir, reason) VALUES (?, ?, ?, ?)",
+            [(workspace, skipped, path, reason) for skipped, reason in listing.skipped],
+        )
         return [
             (note_id, old)
             for note_id, entry in listed.items()
@@ -608,7 +656,7 @@ class NoteIndex:
         except FsError:
             self._forget_note(workspace, note_id)
             return
-        title = extract_title(data[:TITLE_SCAN_BYTES], note_id)
+        title, aliases = extract_names(data[:TITLE_SCAN_BYTES], note_id)
         settled = identity.mtime_ns < started - RACY_WINDOW_NS
         if not settled and (live := self._live.get(workspace)) is not None:
             live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
@@ -620,7 +668,7 @@ class NoteIndex:
             known = IndexedNote.of(row) if row else None
         if (
             known is not None
-            and (known.identity, known.title) == (identity, title)
+            and (known.identity, known.title, known.aliases) == (identity, title, aliases)
             and self._body(workspace, note_id) == body
         ):
             # Re-read, unchanged (a racy row settling, a touch): no full-text churn.
@@ -631,10 +679,11 @@ class NoteIndex:
                 )
             return
         (rowid,) = self._db.execute(
-            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
+            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, aliases) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
             "title = excluded.title, dev = excluded.dev, ino = excluded.ino, size = excluded.size, "
-            "mtime_ns = excluded.mtime_ns, settled = excluded.settled RETURNING rowid",
+            "mtime_ns = excluded.mtime_ns, settled = excluded.settled, aliases = excluded.aliases "
+            "RETURNING rowid",
             (
                 workspace,
                 note_id,
@@ -645,6 +694,7 @@ class NoteIndex:
                 identity.size,
                 identity.mtime_ns,
                 int(settled),
+                json.dumps(aliases, ensure_ascii=False),
             ),
         ).fetchone()
         self._db.execute("DELETE FROM notes_text WHERE rowid = ?", (rowid,))
@@ -653,7 +703,10 @@ class NoteIndex:
             "INSERT INTO notes_text (rowid, title, path, body) VALUES (?, ?, ?, ?)",
             (rowid, title, note_id, body),
         )
-        self._db.execute("INSERT INTO notes_titles (rowid, title) VALUES (?, ?)", (rowid, title))
+        self._db.execute(
+            "INSERT INTO notes_titles (rowid, title, names) VALUES (?, ?, ?)",
+            (rowid, title, "\n".join((note_stem(note_id), *aliases))),
+        )
 
     def _body(self, workspace: str, note_id: str) -> str | None:
         row = self._db.execute(
@@ -684,6 +737,7 @@ class NoteIndex:
         if path:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
+        self._db.execute(f"DELETE FROM skipped WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
         live = self._live.get(workspace)
         watcher = live.watcher if live is not None else None
         if watcher is not None:

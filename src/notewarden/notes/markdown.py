@@ -18,6 +18,9 @@ next heading of the same or a higher level (or the end of the note).
 Rule 4: the title is the front matter's `title` (a string), else the text of the first level-1
 heading, else the file stem. Only the first `TITLE_SCAN_BYTES` are looked at.
 
+Rule 5: a note's aliases (Obsidian's other names for it) are the front matter's `aliases`: a list
+of strings, or one string; numbers and dates count as their text, anything else is ignored.
+
 Parsing costs about a microsecond per line; `first_h1` parses only up to the first line that
 could be a level-1 heading, which is where a title almost always is.
 """
@@ -40,6 +43,7 @@ __all__ = [
     "first_h1",
     "headings",
     "json_value",
+    "names_of",
     "split_front_matter",
     "title_of",
 ]
@@ -198,14 +202,27 @@ def first_h1(text: str) -> str | None:
 
 def title_of(text: str, stem: str) -> str:
     """Rule 4: the front matter's title, else the first level-1 heading, else `stem`."""
+    return names_of(text, stem)[0]
+
+
+def names_of(text: str, stem: str) -> tuple[str, tuple[str, ...]]:
+    """The note's title (Rule 4) and aliases (Rule 5), from one read of its front matter."""
     front = split_front_matter(text)
-    if front is not None and front.data is not None:
-        title = front.data.get("title")
-        if isinstance(title, datetime.date):
-            title = title.isoformat()
-        if isinstance(title, str | int | float) and not isinstance(title, bool) and str(title).strip():
-            return str(title).strip()
-    return first_h1(text) or stem
+    data = front.data if front is not None and front.data is not None else {}
+    title = _scalar_text(data.get("title"))
+    raw_aliases = data.get("aliases")
+    listed = raw_aliases if isinstance(raw_aliases, list) else [raw_aliases]
+    aliases = tuple(dict.fromkeys(a for a in map(_scalar_text, listed) if a))
+    return title or first_h1(text) or stem, aliases
+
+
+def _scalar_text(value: Any) -> str | None:
+    """A front-matter value read as a name: strings, numbers and dates as text, nothing else."""
+    if isinstance(value, datetime.date):
+        value = value.isoformat()
+    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+        return str(value).strip()
+    return None
 
 
 def _line_count(text: str) -> int:

@@ -37,8 +37,15 @@ from typing import Any
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.schema import SchemaComponent
-from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title, title_matches
-from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
+from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_names, matched_name
+from notewarden.notes.store import (
+    NoteContent,
+    ProgressSink,
+    SearchHit,
+    SkippedEntry,
+    TrashedNote,
+    VersionConflict,
+)
 from notewarden.scope.fsroot import (
     FileIdentity,
     FsError,
@@ -157,11 +164,8 @@ def _text(data: bytes) -> str:
 
 
 def _note(path: str, head: str, row_id: int, version: int, modified_ns: int, size: int) -> Note:
-    return Note(
-        id=path,
-        title=extract_title(head.encode(), path),
-        identity=_identity(row_id, version, modified_ns, size),
-    )
+    title, aliases = extract_names(head.encode(), path)
+    return Note(id=path, title=title, identity=_identity(row_id, version, modified_ns, size), aliases=aliases)
 
 
 def _word_starts(text: str, term: str) -> list[int]:
@@ -216,7 +220,13 @@ class SqlNoteStore:
     def find_titled(
         self, scope: WorkspaceScope, words: Sequence[str], *, progress: ProgressSink | None = None
     ) -> list[Note]:
-        return [n for n in self.list_notes(scope) if title_matches(n.title, words)]
+        return [
+            n for n in self.list_notes(scope) if matched_name(n.id, n.title, n.aliases, words) is not None
+        ]
+
+    def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
+        """Rows are not folders: nothing is ever skipped."""
+        return []
 
     def search(
         self,

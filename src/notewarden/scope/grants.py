@@ -150,6 +150,9 @@ class Grants:
         if self._config.source is None or self._reloading:
             return
         forced = self._watch is not None and self._watch.names_changed()
+        if self._watch is not None and self._watch.broken:
+            self._watch.close()
+            self._watch = None
         stale = self._watch is None or time.monotonic() - self._checked_at >= RECHECK_SECONDS
         if not (forced or stale or (self._watch is not None and self._watch.something_changed)):
             return
@@ -159,12 +162,13 @@ class Grants:
         finally:
             self._reloading = False
 
-    def reload_if_changed(self, *, force: bool = False) -> Config:
-        """Re-read the file if its stamp changed (or `force`); blocking, for worker threads."""
+    def reload_if_changed(self, *, force: bool = False, wait: bool = True) -> Config:
+        """Re-read the file if its stamp changed (or `force`); blocking, for worker threads. With
+        `wait=False`, a read already under way in another thread is not waited for."""
         source = self._config.source
-        if source is None:
+        if source is None or not self._reload_lock.acquire(blocking=wait):
             return self._config
-        with self._reload_lock:
+        try:
             stamp = _stamp(source)
             self._checked_at = time.monotonic()
             if self._watch is not None:
@@ -186,6 +190,8 @@ class Grants:
             if fresh.storage != self._config.storage:
                 logger.warning("[storage] changed in %s; it takes effect at the next start", source)
             self._config = fresh
+        finally:
+            self._reload_lock.release()
         for workspace in fresh.workspaces:  # open new folders here, not on the event loop
             with contextlib.suppress(FsError):
                 self.directory(workspace)
@@ -213,8 +219,9 @@ class Grants:
 
     def reauthorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
         """`authorize_workspace` after re-reading a changed file: for a commit in a worker thread,
-        which may come long after its request started (a 2025-11-25 session's live question)."""
-        self.reload_if_changed()
+        which may come long after its request started (a 2025-11-25 session's live question). A read
+        another thread has under way is not waited for: a commit holds the ledger's lock."""
+        self.reload_if_changed(wait=False)
         return self.authorize_workspace(principal, workspace_uri)
 
     def granted_workspaces(self, principal: str) -> tuple[FileUri, ...]:
@@ -253,7 +260,7 @@ class Grants:
         root = self._roots.get(workspace)
         if root is not None:
             return root
-        opened = WorkspaceRoot.open(workspace.path)
+        opened = WorkspaceRoot.open(workspace.path, label=f"workspace {workspace}")
         with self._roots_lock:
             root = self._roots.setdefault(workspace, opened)
         if root is not opened:  # another thread opened it first
@@ -271,6 +278,8 @@ class ConfigWatch:
         self._names = names
         self.something_changed = False
         """An event about another entry of the folder (a symlink swapped in, as Kubernetes does)."""
+        self.broken = False
+        """A watched folder went away (removed, unmounted): the watch can no longer tell."""
 
     @classmethod
     def start(cls, source: Path) -> ConfigWatch | None:
@@ -299,6 +308,7 @@ class ConfigWatch:
         for event in events:
             if event.mask & (inotify_simple.flags.Q_OVERFLOW | inotify_simple.flags.IGNORED):
                 named = self.something_changed = True
+                self.broken = self.broken or bool(event.mask & inotify_simple.flags.IGNORED)
             elif event.name in self._names:
                 named = True
             else:

@@ -73,6 +73,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     AuthorizationError: "workspace_not_granted",
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
+    fsroot.WorkspaceMoved: "workspace_moved",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
     fsroot.EscapeBlocked: "path_refused",

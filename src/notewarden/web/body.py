@@ -86,6 +86,6 @@ async def peek_body(scope: Scope, receive: Receive, limit: int) -> tuple[Buffere
             break
         size += len(message.get("body", b""))
         more = message.get("more_body", False)
-    buffered.complete = not more
+    buffered.complete = not more and size <= limit
     scope[_SCOPE_KEY] = buffered
     return buffered, buffered.replay(receive)

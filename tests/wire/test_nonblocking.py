@@ -1,0 +1,283 @@
+"""Issue 12 §2, on real server processes: nothing leaks, nothing blocks.
+
+* Open files stay bounded: bursts of calls spaced more than anyio's 10 s worker-thread idle time
+  apart (each burst runs on new threads) leave the server's open SQLite files where the first left
+  them (tests/unit/test_ledger_threads.py bounds the pools themselves).
+* A publish target that stalls holds no lock: while a confirmed publish waits on it, deletes
+  commit, the trash lists, a second attempt is told the first is under way; afterwards the
+  confirmation was used exactly once.
+* A config reload that stalls (the file replaced by a FIFO nobody writes yet: what a hung network
+  filesystem looks like) delays only the request that noticed the change and waits for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from notewarden.publish.connections import Completion, Connections
+from notewarden.sealing import load_or_create_keys
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
+from tests.wire.rawhttp import RawMcp, meta
+
+URL_MODE = {"elicitation": {"url": {}}}
+FORM = {"elicitation": {"form": {}}}
+PROMPT_SECONDS = 5.0
+"""A call that is not held by anything answers well within this, even on a loaded machine."""
+
+
+class StalledTarget:
+    """A publish target that takes each note and answers only when `release` is set."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.received: list[dict[str, Any]] = []
+        target = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                target.received.append({"body": json.loads(body), "key": self.headers["Idempotency-Key"]})
+                target.release.wait(timeout=60)
+                self.send_response(201)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/api/notes"
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def target() -> Iterator[StalledTarget]:
+    t = StalledTarget()
+    yield t
+    t.stop()
+
+
+@pytest.fixture
+def server(deployment: Deployment, target: StalledTarget) -> Iterator[HttpServer]:
+    deployment.write_config(
+        extra=f'[publish]\n[[publish.target]]\nid = "blog"\ntitle = "Team blog"\nurl = "{target.url}"\n'
+        'auth = "bearer"\n'
+    )
+    s = start_http_server(deployment.config, deployment.root / "server.log")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def alice(server: HttpServer) -> Iterator[RawMcp]:
+    client = RawMcp(server.url, ALICE_TOKEN)
+    yield client
+    client.close()
+
+
+def timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.monotonic()
+    value = call()
+    return value, time.monotonic() - start
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def sqlite_files_open(pid: int) -> int:
+    """The server's open descriptors on SQLite files (databases, WALs, shared memory)."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            continue
+    return sum(1 for link in links if ".sqlite3" in link)
+
+
+async def burst(server: HttpServer, deployment: Deployment, calls: int = 72) -> None:
+    """`calls` concurrent calls that each use the ledger or the publish store in a worker thread."""
+    headers = {
+        "Authorization": f"Bearer {ALICE_TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+    }
+    limits = httpx2.Limits(max_connections=calls)
+    async with httpx2.AsyncClient(headers=headers, timeout=60, limits=limits) as http:
+
+        async def one(i: int) -> None:
+            tool, arguments = (
+                ("notes_trash_list", {"workspaceUri": deployment.notes_uri})
+                if i % 2
+                else (
+                    "notes_publish",
+                    {"workspaceUri": deployment.notes_uri, "noteId": "todo.md", "target": "blog"},
+                )
+            )
+            body = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments, "_meta": meta(FORM)},
+            }
+            reply = await http.post(
+                server.url, json=body, headers={"Mcp-Method": "tools/call", "Mcp-Name": tool}
+            )
+            assert reply.status_code in (200, 400), reply.text  # notes_publish without URL mode: -32021
+
+        async with anyio.create_task_group() as tasks:
+            for i in range(calls):
+                tasks.start_soon(one, i)
+
+
+def test_open_files_stay_bounded_across_bursts_after_idle_threads_retire(
+    server: HttpServer, deployment: Deployment
+) -> None:
+    pid = server.process.pid
+    counts = []
+    for round_ in range(3):
+        if round_:
+            time.sleep(10.5)  # anyio retires a worker thread idle for 10 s: the next burst runs on new ones
+        anyio.run(burst, server, deployment)
+        counts.append(sqlite_files_open(pid))
+    # 8 ledger + 4 publish connections at most, 3 files each, and the index: far below one per thread
+    assert counts[0] <= 3 * (8 + 4) + 3, counts
+    assert counts[1] == counts[0] and counts[2] == counts[0], f"open SQLite files per burst: {counts}"
+
+
+def test_a_stalled_publish_target_holds_no_lock(
+    alice: RawMcp, server: HttpServer, deployment: Deployment, target: StalledTarget
+) -> None:
+    args = {"workspaceUri": deployment.notes_uri, "noteId": "todo.md", "target": "blog"}
+    first = alice.call("notes_publish", args, capabilities=URL_MODE).result
+    link = first["inputRequests"]["publish_connect"]["params"]["url"]
+    connections = Connections(deployment.state / "publish.sqlite3", load_or_create_keys(deployment.state))
+    try:  # what the connect page does when the person submits the credential (tests/wire/test_publish.py)
+        assert (
+            connections.complete(link.rsplit("/", 1)[1], "alice", "blog-credential") is Completion.COMPLETED
+        )
+    finally:
+        connections.close()
+    accepted: dict[str, Any] = {
+        "capabilities": URL_MODE,
+        "inputResponses": {"publish_connect": {"action": "accept"}},
+        "requestState": first["requestState"],
+    }
+    asked = alice.call("notes_delete", {"workspaceUri": deployment.notes_uri, "title": "stand-up"}).result
+
+    def publish() -> dict[str, Any]:
+        client = RawMcp(server.url, ALICE_TOKEN)
+        try:
+            return client.call("notes_publish", args, **accepted).result
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        sending = pool.submit(publish)
+        wait_for(lambda: len(target.received) == 1, "the note to reach the stalled target")
+
+        listed, seconds = timed(
+            lambda: alice.call("notes_trash_list", {"workspaceUri": deployment.notes_uri})
+        )
+        assert listed.status == 200 and seconds < PROMPT_SECONDS, seconds
+        answer = {"action": "accept", "content": {"note_id": "meetings/standup.md", "confirm": True}}
+        deleted, seconds = timed(
+            lambda: (
+                alice.call(
+                    "notes_delete",
+                    {"workspaceUri": deployment.notes_uri, "title": "stand-up"},
+                    inputResponses={"delete_choice": answer},
+                    requestState=asked["requestState"],
+                ).result
+            )
+        )
+        assert deleted["structuredContent"]["outcome"] == "deleted" and seconds < PROMPT_SECONDS, seconds
+        again = alice.call("notes_publish", args, **accepted).result
+        assert again["structuredContent"]["error"]["code"] == "publish_in_progress"
+        assert not sending.done()
+
+        target.release.set()
+        published = sending.result(timeout=30)
+    assert published["structuredContent"]["outcome"] == "published"
+    replay = alice.call("notes_publish", args, **accepted).result
+    assert replay["structuredContent"]["error"]["code"] == "confirmation_already_used"
+    assert len(target.received) == 1, "sent once"
+
+
+def test_a_stalled_config_reload_delays_only_the_request_waiting_for_it(
+    alice: RawMcp, server: HttpServer, deployment: Deployment
+) -> None:
+    good = deployment.config.read_text().encode()
+    fifo = deployment.root / "config.fifo"
+    os.mkfifo(fifo)
+    fifo.rename(deployment.config)  # the next request notices; reading it hangs until someone writes
+    serving, stop = threading.Event(), threading.Event()
+
+    def slow_filesystem() -> None:
+        """Once `serving` is set, hand the config to every reader of the FIFO (a reload may read it again)."""
+        while not stop.is_set():
+            if serving.is_set():
+                try:
+                    fd = os.open(deployment.config, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:  # no reader right now (or the FIFO is gone)
+                    pass
+                else:
+                    os.write(fd, good)
+                    os.close(fd)
+            time.sleep(0.01)
+
+    def noticing() -> int:
+        client = RawMcp(server.url, ALICE_TOKEN)
+        try:
+            return client.request("tools/list").status
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        feeder = pool.submit(slow_filesystem)
+        try:
+            waiting = pool.submit(noticing)
+            time.sleep(0.5)
+            assert not waiting.done(), "the request that noticed the change waits for its reading"
+            reads = {
+                "notes_list": {"workspaceUri": deployment.notes_uri},
+                "notes_read": {"workspaceUri": deployment.notes_uri, "noteId": "todo.md"},
+                "notes_search": {"workspaceUri": deployment.notes_uri, "query": "stapler"},
+            }
+            for tool, arguments in reads.items():
+                reply, seconds = timed(lambda tool=tool, arguments=arguments: alice.call(tool, arguments))
+                assert reply.status == 200 and not reply.result.get("isError"), (tool, reply.result)
+                assert seconds < PROMPT_SECONDS, (tool, seconds)
+            assert not waiting.done()
+            serving.set()
+            assert waiting.result(timeout=30) == 200
+        finally:
+            replacement = deployment.root / "config.new"
+            replacement.write_bytes(good)
+            replacement.rename(deployment.config)
+            stop.set()
+            feeder.result(timeout=10)
+    assert alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).status == 200
