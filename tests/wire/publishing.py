@@ -37,11 +37,13 @@ class Received:
 
 @dataclass
 class RecordingTarget:
-    """A tiny HTTP service on 127.0.0.1 that records every note it is sent."""
+    """A tiny HTTP service on 127.0.0.1 that records every note it is sent; with `release`, it
+    answers only once that event is set (a stalled target)."""
 
     status: int = 201
     received: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
+    release: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -58,6 +60,8 @@ class RecordingTarget:
                 target.received.append(
                     Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
+                if target.release is not None:
+                    target.release.wait(timeout=60)
                 self.send_response(target.status)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -70,6 +74,8 @@ class RecordingTarget:
         return self
 
     def stop(self) -> None:
+        if self.release is not None:
+            self.release.set()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

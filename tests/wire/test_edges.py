@@ -184,6 +184,12 @@ def test_a_symlinked_folder_is_listed_as_skipped_with_why(alice: RawMcp, deploym
     assert narrowed["structuredContent"]["skipped"] == [
         {"id": "meetings/shortcut.md", "reason": SKIPPED_SYMLINK}
     ]
+    through = alice.call("notes_list", {"workspaceUri": deployment.notes_uri + "/linked"}).result
+    assert through["structuredContent"] == {
+        "workspaceUri": deployment.notes_uri + "/linked",
+        "notes": [],
+        "skipped": [{"id": "linked", "reason": SKIPPED_SYMLINK}],
+    }, "not an empty answer"
     (deployment.notes / "linked").unlink()
     again = alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).result
     assert [e["id"] for e in again["structuredContent"]["skipped"]] == ["meetings/shortcut.md"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
 from tests.schema import check_server_message
 from tests.wire.rawhttp import FORM, RawMcp, meta
 
@@ -27,15 +27,8 @@ BIDI_TITLE = "Pay\u200b roll \u2066Q3\u2069"
 
 
 @pytest.fixture
-def server(deployment: Deployment) -> Iterator[HttpServer]:
-    s = start_http_server(deployment.config, deployment.root / "server.log")
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def alice(server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(server.url, ALICE_TOKEN)
+def alice(http_server: HttpServer) -> Iterator[RawMcp]:
+    client = RawMcp(http_server.url, ALICE_TOKEN)
     yield client
     client.close()
 
@@ -153,7 +146,7 @@ def test_format_characters_are_shown_escaped_and_ids_stay_exact(
 
 @pytest.mark.parametrize("replacement", ["directory", "symlink"])
 def test_a_workspace_folder_replaced_after_start_refuses_changes(
-    alice: RawMcp, deployment: Deployment, server: HttpServer, replacement: str
+    alice: RawMcp, deployment: Deployment, replacement: str
 ) -> None:
     assert alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).status == 200
     moved = deployment.root / "notes-moved-away"
@@ -188,5 +181,5 @@ def test_a_workspace_folder_replaced_after_start_refuses_changes(
     # Reads go on from the folder that was opened (now at its new name): documented in docs/security.md.
     listed = alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).result
     assert "meetings/standup.md" in {n["id"] for n in listed["structuredContent"]["notes"]}
-    log = (deployment.root / "server.log").read_text()
+    log = (deployment.root / "server-a.log").read_text()
     assert '"event": "workspace_moved"' in log and deployment.notes_uri in log

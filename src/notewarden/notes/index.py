@@ -351,15 +351,19 @@ class NoteIndex:
         return self._checked(workspace, root, run, progress)
 
     def skipped(self, workspace: str, subtree: str) -> list[tuple[str, str]]:
-        """(path, reason) of every entry the listings left out on purpose below `subtree`, by path,
-        as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
+        """(path, reason) of every entry the listings left out on purpose below `subtree`, or that
+        is `subtree` or one of its parents (a folder named through a symlink lists nothing, and says
+        why), by path, as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
         within, bounds = _range("path", subtree)
+        parts = subtree.split("/") if subtree else []
+        above = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        either = f"path IN ({', '.join('?' * len(above))}) OR (1{within})" if above else "1"
         with self._lock:
             return [
                 (str(path), str(reason))
                 for path, reason in self._db.execute(
-                    f"SELECT path, reason FROM skipped WHERE workspace = ?{within} ORDER BY path",
-                    (workspace, *bounds),
+                    f"SELECT path, reason FROM skipped WHERE workspace = ? AND ({either}) ORDER BY path",
+                    (workspace, *above, *bounds),
                 )
             ]
 

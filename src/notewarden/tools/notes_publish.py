@@ -416,8 +416,9 @@ class PublishTool:
         if prior == PUBLISHING:
             raise ToolFailure(
                 "publish_in_progress",
-                "nothing was sent twice: an earlier attempt with this confirmation is still sending the note. "
-                "Answer again in a minute: you will get its outcome, or (if it died) a new attempt.",
+                "an earlier attempt with this confirmation is still sending the note; nothing more was sent. "
+                "Answer again in a minute: you will then see that it was published, or (if that attempt "
+                "died) this one sends it.",
             )
         raise already_used(prior)
 
