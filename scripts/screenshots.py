@@ -31,6 +31,15 @@ from notewarden.demo import write_sample_workspace  # noqa: E402
 IMAGES = ROOT / "docs" / "images"
 TOKEN = "nw_screenshot-token-" + "t" * 24
 TMUX_SESSION = f"notewarden-shot-{free_port()}"
+CLIENT_STEPS = [  # (keys typed, what the screen shows next): a delete confirmation filled in
+    (["call notes_delete"], "Enter to call"),
+    (["title"], "title:"),
+    (["TPS report"], "Enter to call"),
+    ([], "[a]ccept and fill in"),
+    (["a"], "note_id [1-3]"),
+    (["2"], "confirm [y/N]"),
+    (["y"], "send it?"),
+]
 
 
 def write_config(root: Path, notes: Path, target: RecordingTarget) -> Path:
@@ -126,21 +135,10 @@ def terminal_client(root: Path, notes: Path) -> None:
         f"cd {shlex.quote(str(root))} && {client}",
     )
     try:
-        wait_for_screen("mcp>")
-        tmux("send-keys", "-t", TMUX_SESSION, "call notes_delete", "Enter")
-        wait_for_screen("Enter to call")
-        tmux("send-keys", "-t", TMUX_SESSION, "title", "Enter")
-        wait_for_screen("title:")
-        tmux("send-keys", "-t", TMUX_SESSION, "TPS report", "Enter")
-        wait_for_screen("Enter to call")
-        tmux("send-keys", "-t", TMUX_SESSION, "Enter")
-        wait_for_screen("[a]ccept and fill in")
-        tmux("send-keys", "-t", TMUX_SESSION, "a", "Enter")
-        wait_for_screen("note_id [1-3]")
-        tmux("send-keys", "-t", TMUX_SESSION, "2", "Enter")
-        wait_for_screen("confirm [y/N]")
-        tmux("send-keys", "-t", TMUX_SESSION, "y", "Enter")
-        screen = wait_for_screen("send it?")
+        screen = wait_for_screen("mcp>")
+        for keys, shown in CLIENT_STEPS:
+            tmux("send-keys", "-t", TMUX_SESSION, *keys, "Enter")
+            screen = wait_for_screen(shown)
     finally:
         tmux("kill-session", "-t", TMUX_SESSION)
     text = "\n".join(line.rstrip() for line in screen.rstrip().splitlines())

@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx2
 
+from tests.conftest import stop_process
+
 HERE = Path(__file__).resolve().parent
 NODE = (
     HERE / "node_modules" / ".bin" / "node"
@@ -46,12 +48,7 @@ class AuthorizationServer:
         return str(response.json()["access_token"])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
 
 
 def start_authorization_server(

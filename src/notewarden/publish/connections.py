@@ -94,7 +94,7 @@ class PendingConnection:
     created_at: float
     expires_at: float
     status: ConnectionStatus
-    asked_by: AskedBy = field(default_factory=lambda: AskedBy())
+    asked_by: AskedBy = field(default_factory=AskedBy)
 
     def expired(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) >= self.expires_at

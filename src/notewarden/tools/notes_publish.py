@@ -279,7 +279,7 @@ class PublishTool:
     def not_finished_message(self, target: PublishTarget) -> str:
         return (
             f"The {target.title} connection is not finished yet: the page still waits for you to sign in "
-            f"and enter the credential (or choose “Don't connect”). Open the same link again to finish it."
+            "and enter the credential (or choose “Don't connect”). Open the same link again to finish it."
         )
 
     def ask(
