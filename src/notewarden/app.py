@@ -99,6 +99,13 @@ def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
     return resolve
 
 
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The client's own name (`clientInfo`, from `_meta` or `initialize`), for display only."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.title or info.name) if info is not None else ""
+
+
 def build_server(
     services: Services,
     *,
@@ -131,6 +138,7 @@ def build_server(
             request_state=params.request_state,
             report_progress=ctx.session.report_progress,
             live=live_elicitation(ctx),
+            client_name=client_name(ctx),
         )
         return await registry.call(call)
 

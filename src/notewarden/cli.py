@@ -1,5 +1,8 @@
-"""Command line: `notewarden serve`, `notewarden demo`.
+"""Command line: `notewarden serve`, `notewarden init`, `notewarden doctor`, and the rest.
 
+notewarden init [DIR ...] [--http] [--port N]            # write a config, print client entries
+notewarden token add|revoke PRINCIPAL [--config FILE]   # a new bearer token (shown once) / revoke
+notewarden doctor [--config FILE]                        # pass/fail list with fixes; exit 1 on a fail
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
 notewarden demo                                          # the walkthrough
@@ -44,6 +47,44 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-sandbox",
         action="store_true",
         help="do not confine the process with Landlock (default: confined; see docs/security.md)",
+    )
+
+    init = sub.add_parser("init", help="write a commented config for these folders and print client entries")
+    init.add_argument("directories", nargs="*", metavar="DIR", help="workspace folders (default: .)")
+    init.add_argument(
+        "--http", action="store_true", help="also serve over HTTP: make a bearer token (shown once)"
+    )
+    init.add_argument("--port", type=int, default=8765, help="with --http: the port (default 8765)")
+    init.add_argument(
+        "--principal", metavar="NAME", help="who you are in the config (default: your user name)"
+    )
+    init.add_argument(
+        "--config", metavar="FILE", help="where to write it (default ~/.config/notewarden/notewarden.toml)"
+    )
+    init.add_argument(
+        "--state-dir", metavar="DIR", help="ledger, key and index (default ~/.local/state/notewarden)"
+    )
+
+    token = sub.add_parser("token", help="add a bearer token for a principal (shown once), or revoke tokens")
+    token.add_argument("action", choices=["add", "revoke"])
+    token.add_argument("principal", metavar="PRINCIPAL")
+    token.add_argument(
+        "--config", metavar="FILE", help="the config (default ~/.config/notewarden/notewarden.toml)"
+    )
+    token.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="add: create PRINCIPAL with this workspace",
+    )
+    token.add_argument(
+        "--all", action="store_true", help="revoke: every token of PRINCIPAL (else one, from stdin)"
+    )
+
+    doctor = sub.add_parser("doctor", help="check a set-up: pass/fail with the fix for each failure")
+    doctor.add_argument(
+        "--config", metavar="FILE", help="the config (default ~/.config/notewarden/notewarden.toml)"
     )
 
     demo = sub.add_parser("demo", help="walk through a confirmed delete against a real server")
@@ -126,6 +167,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
+        if args.command == "init":
+            from notewarden.firstrun.commands import run_init
+
+            return run_init(
+                args.directories,
+                http=args.http,
+                port=args.port,
+                principal=args.principal,
+                config=args.config,
+                state_dir=args.state_dir,
+            )
+        if args.command == "token":
+            from notewarden.firstrun.commands import run_token
+
+            return run_token(
+                args.action, args.principal, config=args.config, grant=args.grant, revoke_all=args.all
+            )
+        if args.command == "doctor":
+            from notewarden.firstrun.doctor import run_doctor
+
+            return run_doctor(args.config)
         if args.command == "demo":
             from notewarden.demo import run_demo
 

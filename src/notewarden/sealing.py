@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["KEYS_ENV", "SealingKeyError", "load_or_create_keys"]
+__all__ = ["KEYS_ENV", "SealingKeyError", "keys_from_env", "load_or_create_keys"]
 
 KEYS_ENV = "NOTEWARDEN_SEALING_KEYS"
 _FILE = "sealing-keys"
@@ -61,3 +61,9 @@ def _parse(text: str, where: str) -> list[bytes]:
     if not keys:
         raise SealingKeyError(f"{where}: no sealing key found")
     return keys
+
+
+def keys_from_env() -> list[bytes] | None:
+    """The keys of `NOTEWARDEN_SEALING_KEYS`, None when it is unset (`notewarden doctor` checks them)."""
+    from_env = os.environ.get(KEYS_ENV)
+    return _parse(from_env.replace(",", "\n"), KEYS_ENV) if from_env else None

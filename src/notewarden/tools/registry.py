@@ -110,6 +110,8 @@ class ToolCall:
     report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
     live: LiveElicitation | None = None
     """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
+    client_name: str = ""
+    """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
 
 
 ToolResult = types.CallToolResult | types.InputRequiredResult
