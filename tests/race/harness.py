@@ -74,6 +74,8 @@ class StorageDeployment:
     keys: str = field(default_factory=lambda: secrets.token_hex(32))
     servers: list[HttpServer] = field(default_factory=list)
     granted: bool = True
+    own_state_dirs: set[str] = field(default_factory=set)
+    """Instances given a state dir of their own (`state-<instance>`), e.g. a second server on the folder."""
     _ledger: Ledger | None = None
 
     def __post_init__(self) -> None:
@@ -99,7 +101,8 @@ class StorageDeployment:
     def state_dir(self, instance: str = "a") -> Path:
         """Instances on one host share state_dir (the SQLite ledger, the files store's index and its
         update lock live there); with notes in PostgreSQL each instance has its own."""
-        return self.root / ("state" if self.notes_kind != "postgres" else f"state-{instance}")
+        shared = self.notes_kind != "postgres" and instance not in self.own_state_dirs
+        return self.root / ("state" if shared else f"state-{instance}")
 
     def write_configs(self, *, granted: bool | None = None, instances: tuple[str, ...] = ()) -> None:
         if granted is not None:
