@@ -195,7 +195,7 @@ def log_trash_rule(trash: WorkspaceTrash) -> None:
         "owner": trash.owner.describe() if trash.owner else None,
     }
     if trash.refusal is not None:
-        logger.warning("workspace trash refused: %s", trash.refusal, extra=extra)
+        logger.warning("workspace trash refused: %s", trash.refusal.explanation, extra=extra)
     elif trash.relation is Relation.SHARED:
         logger.info("workspace trash shared: its claims and trash rows go to the owner's ledger", extra=extra)
     else:

@@ -303,7 +303,7 @@ def test_a_trash_owned_by_another_ledger_is_not_changed(
                 principal="alice",
                 confirmation_id="d",
             )
-        assert str(tmp_path / "ledger.sqlite3") in str(refused.value)
+        assert f"belongs to the SQLite ledger of state dir {tmp_path} on host" in str(refused.value)
         assert other.consumed_outcome("d", "alice") is None
         for step in (
             lambda txn: store.restore(txn, scope, committed),

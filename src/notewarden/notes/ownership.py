@@ -81,7 +81,7 @@ class Relation(enum.Enum):
 def describe_ledger(kind: str, location: str) -> str:
     """How people find a ledger: the SQLite file and its state dir, or the PostgreSQL database."""
     if kind == "sqlite":
-        return f"the SQLite ledger {location} (state dir {Path(location).parent})"
+        return f"the SQLite ledger of state dir {Path(location).parent}"
     return f"the PostgreSQL ledger {location}"
 
 
@@ -213,13 +213,14 @@ class WorkspaceOwnedElsewhere(Exception):
         else:
             whose = owner.describe()
             serve = "serve this folder from a server configured with that PostgreSQL database"
-        super().__init__(
-            f"nothing was changed: the trash of {workspace} belongs to {whose}, and this server "
+        self.explanation = (
+            f"the trash of {workspace} belongs to {whose}, and this server "
             f"({describe_ledger(ours.kind, ours.location)}) cannot use it: {reason}. Two ledgers on one "
             f"folder would each take the other's deletes for unfinished ones, so this server leaves that "
             f"trash alone. To fix it, {serve}; or, only if that ledger is gone for good (e.g. the folder "
-            f"was restored from a backup), run `{takeover}` once."
+            f"was restored from a backup), run `{takeover}` once"
         )
+        super().__init__(f"nothing was changed: {self.explanation}.")
         self.workspace = workspace
         self.owner = owner
         self.reason = reason
