@@ -40,6 +40,7 @@ unresolved ones among them, and `inspect_trash` lists them with the paths they c
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import socket
 import time
@@ -151,9 +152,15 @@ class OwnerMarker:
 
 
 def read_owner(root: WorkspaceRoot) -> OwnerMarker | None:
-    """The folder's owner marker, None when unmarked; ValueError when it cannot be read as one."""
+    """The folder's owner marker, None when unmarked; ValueError when it cannot be read as one.
+    Read on every trash mutation, so the few distinct markers a process meets are decoded once."""
     data = root.read_trash_record(TRASH_OWNER_NAME, _MARKER_MAX)
-    return None if data is None else OwnerMarker.decode(data)
+    return None if data is None else _decoded(data)
+
+
+@functools.lru_cache(maxsize=16)
+def _decoded(data: bytes) -> OwnerMarker:
+    return OwnerMarker.decode(data)
 
 
 def claim_owner(root: WorkspaceRoot, identity: LedgerIdentity) -> OwnerMarker:
