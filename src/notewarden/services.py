@@ -63,7 +63,8 @@ class Services:
     connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
     trash: dict[str, WorkspaceTrash] = field(default_factory=dict)
     """Per workspace folder (files store only): the rule of `notes.ownership` decided at start-up."""
-    _shared: list[Ledger] = field(default_factory=list)
+    shared_ledgers: list[Ledger] = field(default_factory=list)
+    """Other state dirs' SQLite ledgers this server uses for the folders they own."""
     _trash_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trash_ledger(self, workspace: FileUri | str) -> Ledger:
@@ -99,7 +100,7 @@ class Services:
     def close(self) -> None:
         self.store.close()
         self.ledger.close()
-        for shared in self._shared:
+        for shared in self.shared_ledgers:
             shared.close()
         self.grants.close()
         if self.connections is not None:
@@ -155,18 +156,18 @@ def settle_trash_owner(services: Services, workspace: FileUri) -> WorkspaceTrash
         return WorkspaceTrash(workspace, Relation.REFUSED, None, refusal=refusal)
     if owner.ledger_id == ours.ledger_id:
         return WorkspaceTrash(workspace, Relation.OWNER, owner, services.ledger)
-    reason = sharing_refusal(owner, ours)
+    reason = sharing_refusal(owner)
     if reason is None:
-        shared, reason = open_shared_ledger(services, owner)
+        shared, reason = openshared_ledgers_ledger(services, owner)
         if shared is not None:
             return WorkspaceTrash(workspace, Relation.SHARED, owner, shared)
     refusal = WorkspaceOwnedElsewhere(str(workspace), owner, ours, reason)
     return WorkspaceTrash(workspace, Relation.REFUSED, owner, refusal=refusal)
 
 
-def open_shared_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger | None, str]:
+def openshared_ledgers_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger | None, str]:
     """The owner's SQLite ledger file, opened read-write, if it still is that ledger; else why not."""
-    for shared in services._shared:
+    for shared in services.shared_ledgers:
         if shared.identity.ledger_id == owner.ledger_id:
             return shared, ""
     try:
@@ -182,7 +183,7 @@ def open_shared_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger |
         return None, (
             f"its file {owner.location} now holds another ledger ({opened.identity.ledger_id}), so the owner is gone"
         )
-    services._shared.append(opened)
+    services.shared_ledgers.append(opened)
     return opened, ""
 
 
@@ -234,9 +235,9 @@ def shared_state_dirs(config: Config) -> list[Path]:
                 owner = read_owner(root)
         except (FsError, ValueError, OSError):
             continue  # start-up reports it
-        if owner is None or owner.state_dir is None or Path(owner.state_dir) == config.state_dir:
+        if owner is None or owner.state_dir is None or sharing_refusal(owner) is not None:
             continue
-        if Path(owner.location).is_file() and Path(owner.state_dir) not in found:
+        if Path(owner.state_dir) not in (config.state_dir, *found):
             found.append(Path(owner.state_dir))
     return found
 

@@ -58,15 +58,14 @@ def test_the_first_ledger_to_mark_a_folder_owns_it(root: WorkspaceRoot, tmp_path
 
 
 def test_the_rule_for_a_second_ledger(tmp_path: Path) -> None:
-    ours = sqlite_ledger(tmp_path / "ours" / "notewarden.sqlite3", "b" * 32)
     on_this_host = OwnerMarker.of(sqlite_ledger(tmp_path / "theirs" / "notewarden.sqlite3", "a" * 32))
-    assert sharing_refusal(on_this_host, ours) is None, "a SQLite file on this host: share it"
+    assert sharing_refusal(on_this_host) is None, "a SQLite file on this host: share it"
     postgres = OwnerMarker.of(LedgerIdentity("c" * 32, "postgres", "nw@db:5432/notes"))
-    assert "PostgreSQL" in (sharing_refusal(postgres, ours) or "")
+    assert "PostgreSQL" in (sharing_refusal(postgres) or "")
     elsewhere = OwnerMarker("a" * 32, "sqlite", on_this_host.location, "another-host", on_this_host.since)
-    assert "host another-host" in (sharing_refusal(elsewhere, ours) or "")
+    assert "host another-host" in (sharing_refusal(elsewhere) or "")
     (tmp_path / "theirs" / "notewarden.sqlite3").unlink()
-    assert "no longer exists" in (sharing_refusal(on_this_host, ours) or "")
+    assert "no longer exists" in (sharing_refusal(on_this_host) or "")
 
 
 def test_a_marker_says_whose_it_is_and_a_takeover_names_the_previous_owner(

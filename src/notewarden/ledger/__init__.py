@@ -37,6 +37,7 @@ principal only.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -55,8 +56,11 @@ __all__ = [
     "PriorUse",
     "SchemaOutOfDate",
     "SqlSession",
+    "TransactionSteps",
     "encode_receipt",
 ]
+
+logger = logging.getLogger(__name__)
 
 EXPIRY_SKEW_SECONDS = 120.0
 
@@ -112,6 +116,35 @@ class PriorUse:
 
 def encode_receipt(receipt: Mapping[str, Any]) -> str:
     return json.dumps(receipt, ensure_ascii=False, separators=(",", ":"))
+
+
+class TransactionSteps:
+    """What a ledger transaction runs when it ends: undo steps if it does not commit (last
+    registered first), follow-ups once it has. A failing step is logged; the others still run."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], object]] = []
+        self._after_commit: list[Callable[[], object]] = []
+
+    def on_rollback(self, undo: Callable[[], object]) -> None:
+        self._undo.append(undo)
+
+    def on_commit(self, then: Callable[[], object]) -> None:
+        self._after_commit.append(then)
+
+    def run_undo(self) -> None:
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                logger.exception("undo step failed during rollback; recovery will finish it")
+
+    def run_after_commit(self) -> None:
+        for then in self._after_commit:
+            try:
+                then()
+            except Exception:
+                logger.exception("a step after COMMIT failed; the committed change stands")
 
 
 @dataclass(frozen=True, slots=True)

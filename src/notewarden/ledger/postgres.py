@@ -35,7 +35,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, LiteralString
 
@@ -43,7 +43,15 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from notewarden.ledger import Claim, LedgerIdentity, LedgerStats, LedgerUnavailable, PriorUse, encode_receipt
+from notewarden.ledger import (
+    Claim,
+    LedgerIdentity,
+    LedgerStats,
+    LedgerUnavailable,
+    PriorUse,
+    TransactionSteps,
+    encode_receipt,
+)
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, check_versions
 
 __all__ = [
@@ -119,12 +127,11 @@ class PostgresSession:
             raise _unavailable("statement failed", exc) from exc
 
 
-class PostgresTxn(PostgresSession):
+class PostgresTxn(PostgresSession, TransactionSteps):
     def __init__(self, conn: psycopg.Connection[Any], identity: LedgerIdentity) -> None:
         super().__init__(conn)
         self.identity = identity
-        self._undo: list[Callable[[], object]] = []
-        self._after_commit: list[Callable[[], object]] = []
+        TransactionSteps.__init__(self)
 
     def claim_confirmation(self, claim: Claim) -> bool:
         rows = self._execute_native(
@@ -158,32 +165,12 @@ class PostgresTxn(PostgresSession):
     def lock_workspace(self, workspace: str) -> None:
         self._execute_native("SELECT pg_advisory_xact_lock(%s)", (workspace_lock_key(workspace),))
 
-    def on_rollback(self, undo: Callable[[], object]) -> None:
-        self._undo.append(undo)
-
-    def on_commit(self, then: Callable[[], object]) -> None:
-        self._after_commit.append(then)
-
-    def _run_after_commit(self) -> None:
-        for then in self._after_commit:
-            try:
-                then()
-            except Exception:
-                logger.exception("a step after COMMIT failed; the committed change stands")
-
     def _execute_native(self, sql: LiteralString, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         try:
             cursor = self._conn.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
         except psycopg.OperationalError as exc:
             raise _unavailable("statement failed", exc) from exc
-
-    def _run_undo(self) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                logger.exception("undo step failed during rollback; recovery will finish it")
 
 
 def postgres_versions(conn: psycopg.Connection[Any]) -> dict[str, int]:
@@ -327,7 +314,7 @@ class PostgresLedger:
                 yield txn
             except BaseException:
                 self._rollback(conn)
-                txn._run_undo()
+                txn.run_undo()
                 raise
             try:
                 conn.commit()
@@ -341,7 +328,7 @@ class PostgresLedger:
                     "the change and the confirmation's use both committed (a retry then reports the "
                     "confirmation as used) or neither did (a retry completes it). Retry in a few seconds."
                 ) from exc
-            txn._run_after_commit()
+            txn.run_after_commit()
         self._maybe_purge()
 
     @contextmanager

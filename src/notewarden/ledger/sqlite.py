@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from notewarden.ledger import (
     LedgerStats,
     LedgerUnavailable,
     PriorUse,
+    TransactionSteps,
     encode_receipt,
 )
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
@@ -80,12 +81,11 @@ def _prior_use(conn: sqlite3.Connection, confirmation_id: str, principal: str) -
     return PriorUse.from_row(*row) if row else None
 
 
-class SqliteTxn(SqliteSession):
+class SqliteTxn(SqliteSession, TransactionSteps):
     def __init__(self, conn: sqlite3.Connection, identity: LedgerIdentity) -> None:
         super().__init__(conn)
         self.identity = identity
-        self._undo: list[Callable[[], object]] = []
-        self._after_commit: list[Callable[[], object]] = []
+        TransactionSteps.__init__(self)
 
     def lock_workspace(self, workspace: str) -> None:
         """Nothing to do: `BEGIN IMMEDIATE` already excludes every other writer of the file."""
@@ -113,26 +113,6 @@ class SqliteTxn(SqliteSession):
             "UPDATE confirmations SET receipt = ? WHERE confirmation_id = ?",
             (encode_receipt(receipt), confirmation_id),
         )
-
-    def on_rollback(self, undo: Callable[[], object]) -> None:
-        self._undo.append(undo)
-
-    def on_commit(self, then: Callable[[], object]) -> None:
-        self._after_commit.append(then)
-
-    def _run_after_commit(self) -> None:
-        for then in self._after_commit:
-            try:
-                then()
-            except Exception:
-                logger.exception("a step after COMMIT failed; the committed change stands")
-
-    def _run_undo(self) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                logger.exception("undo step failed during rollback; recovery will finish it at next start")
 
 
 class SqliteLedger:
@@ -206,9 +186,9 @@ class SqliteLedger:
             try:
                 conn.execute("ROLLBACK")
             finally:
-                txn._run_undo()
+                txn.run_undo()
             raise
-        txn._run_after_commit()
+        txn.run_after_commit()
         self._maybe_purge()
 
     @contextmanager

@@ -130,16 +130,9 @@ class OwnerMarker:
                 "the owner marker is not readable JSON with ledger, kind, location, host"
             ) from None
         previous = raw.get("previous")
-        if (
-            raw.get("v") != 1
-            or not all(isinstance(f, str) and f for f in fields)
-            or fields[1]
-            not in (
-                "sqlite",
-                "postgres",
-            )
-        ):
-            raise ValueError("the owner marker has an unknown version or empty fields")
+        known = raw.get("v") == 1 and fields[1] in ("sqlite", "postgres")
+        if not known or not all(isinstance(f, str) and f for f in fields):
+            raise ValueError("the owner marker has an unknown version or kind, or empty fields")
         ledger, kind, location, host, since = fields
         return cls(ledger, kind, location, host, since, previous if isinstance(previous, str) else None)
 
@@ -185,11 +178,9 @@ def take_over(root: WorkspaceRoot, identity: LedgerIdentity) -> OwnerMarker | No
     return previous
 
 
-def sharing_refusal(owner: OwnerMarker, ours: LedgerIdentity) -> str | None:
-    """Why a server with ledger `ours` may not share the owner's ledger; None when it may try to
+def sharing_refusal(owner: OwnerMarker) -> str | None:
+    """Why a server of another ledger may not share the owner's ledger; None when it may try to
     open it (a SQLite file on this host; the caller then checks the file's ledger id)."""
-    if owner.ledger_id == ours.ledger_id:
-        return None
     if owner.kind != "sqlite":
         return "a PostgreSQL ledger is used only by servers configured with that database"
     if owner.host != socket.gethostname():
@@ -228,9 +219,6 @@ class WorkspaceOwnedElsewhere(Exception):
             f"was restored from a backup), run `{takeover}` once"
         )
         super().__init__(f"nothing was changed: {self.explanation}.")
-        self.workspace = workspace
-        self.owner = owner
-        self.reason = reason
 
 
 # --- the journal's lines (Rule 3) -----------------------------------------------------------------
