@@ -239,8 +239,9 @@ class DeleteTool:
                                 f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
                             ) from None
                         deleted.append(trashed)
-                    pause_point("after_mutation")
                 txn.record_receipt(state.confirmation_id, delete_receipt(outcome.label, workspace, deleted))
+                if deleted:
+                    pause_point("after_mutation")  # everything written; only COMMIT is left
             pause_point("after_commit")
         structured = delete_result(outcome.label, workspace, deleted)
         if len(deleted) > 1:
