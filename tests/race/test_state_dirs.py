@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -33,9 +33,9 @@ from notewarden.config import load_config
 from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV, POINTS
 from notewarden.trashcommand import trash_reports
 from tests.pg import PgDatabase
-from tests.race.harness import Round1, StorageDeployment, deployment, run_race
+from tests.race.harness import StorageDeployment, deployment, run_race
 from tests.race.senders import SenderPool, classify
-from tests.race.test_crash import wait_for
+from tests.race.test_crash import kill_during_round2, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -90,20 +90,6 @@ def trash_id_of(d: StorageDeployment, note_id: str) -> str:
     return str(trash_id)
 
 
-def kill_during(d: StorageDeployment, server: Any, first: Round1, note_id: str, pause: Path) -> None:
-    """Send round 2, wait until the server holds at its pause point, SIGKILL it (no reply comes)."""
-    client = d.client(server)
-    with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(d.round2, client, first, note_id)
-        wait_for(pause.exists)
-        os.kill(server.process.pid, signal.SIGKILL)
-        server.process.wait(timeout=10)
-        with pytest.raises(Exception):  # noqa: B017  the connection dies with the server
-            pending.result(timeout=30)
-    client.close()
-    pause.unlink()
-
-
 def restart(d: StorageDeployment, instance: str, **env: str) -> Any:
     for server in [s for s in d.servers if s.log.name == f"server-{instance}.log"]:
         server.stop()
@@ -127,7 +113,7 @@ async def test_serve_workspace_next_to_a_configured_server_shares_its_ledger(tmp
         xdg = tmp_path / "xdg"
         command = [sys.executable, "-m", "notewarden", "serve", "--workspace", str(d.workspace_dir)]
         log = tmp_path / "server-stdio.log"
-        script = " ".join(f"'{part}'" for part in command) + f" 2>>'{log}'"
+        script = " ".join(shlex.quote(part) for part in command) + f" 2>>{shlex.quote(str(log))}"
         params = StdioServerParameters(
             command="/bin/sh", args=["-c", script], env={**os.environ, "XDG_STATE_HOME": str(xdg)}
         )
@@ -197,7 +183,7 @@ def test_the_owner_killed_at_each_point_then_a_second_state_dir_starts(tmp_path:
         pause = d.state_dir("a") / "paused"
         owner = d.start("a", **{PAUSE_AT_ENV: point, PAUSE_FILE_ENV: str(pause)})
         first = d.round1(d.client(owner), title(note_id))
-        kill_during(d, owner, first, note_id, pause)
+        kill_during_round2(d, owner, first, pause, note_id)
 
         second = d.start("b")
         committed = point == "after_commit"
@@ -270,7 +256,7 @@ def test_a_server_that_cannot_share_refuses_and_never_touches_the_owners_trash(
 
         victim = d.start("a3", **{PAUSE_AT_ENV: "after_mutation", PAUSE_FILE_ENV: str(pause)})
         killed = d.round1(d.client(victim), title("reports/r3.md"))
-        kill_during(d, victim, killed, "reports/r3.md", pause)
+        kill_during_round2(d, victim, killed, pause, "reports/r3.md")
         intent = [line for line in d.trash_journal() if line.get("note_id") == "reports/r3.md"]
         restart(d, "b")  # its start-up does not settle another ledger's intent
         assert d.note_body("reports/r3.md") is None and d.trash_copies("reports/r3.md") == 1
@@ -317,7 +303,7 @@ def test_takeover_of_a_folder_whose_owner_is_gone_moves_nothing_back(tmp_path: P
         dying = d.start("a2", **{PAUSE_AT_ENV: "after_mutation", PAUSE_FILE_ENV: str(pause)})
         assert classify(delete(d, old, "reports/r0.md"), "reports/r0.md") == "deleted"
         killed = d.round1(d.client(dying), title("reports/r1.md"))
-        kill_during(d, dying, killed, "reports/r1.md", pause)
+        kill_during_round2(d, dying, killed, pause, "reports/r1.md")
         old.stop()
 
         d.write_configs(instances=("b",))
