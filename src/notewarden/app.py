@@ -35,6 +35,7 @@ from starlette.routing import Route
 from notewarden import __version__
 from notewarden.config import Config
 from notewarden.legacy import live_elicitation
+from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import RateLimiter, limit_destructive
@@ -158,7 +159,7 @@ def build_server(
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
     security = RequestStateSecurity(
-        keys=services.sealing_keys,
+        codec=KeyReportingCodec(services.sealing_keys),
         ttl=services.config.confirmation_ttl_seconds,
         bind_principal=resolve_principal,
     )

@@ -8,6 +8,7 @@ notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--po
 notewarden demo                                          # the walkthrough
 notewarden db upgrade --config FILE                      # create / upgrade the database schema
 notewarden db status --config FILE                       # schema versions, row counts, expiry
+notewarden takeover DIR (--config FILE | --state-dir DIR)  # own a folder whose owner ledger is gone
 notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
 notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
 """
@@ -97,6 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade", "status"])
     db.add_argument("--config", metavar="FILE", required=True, help="the TOML configuration file")
 
+    takeover = sub.add_parser(
+        "takeover", help="make this ledger the owner of a workspace folder whose owner ledger is gone"
+    )
+    takeover.add_argument("folder", metavar="DIR", help="the workspace folder")
+    owner = takeover.add_mutually_exclusive_group()
+    owner.add_argument(
+        "--config", metavar="FILE", help="the TOML configuration of the servers that will own it"
+    )
+    owner.add_argument(
+        "--state-dir", metavar="DIR", help="without --config: the state dir (default as for serve)"
+    )
+
     client = sub.add_parser("client", help="an interactive terminal host for any 2026-07-28 MCP server")
     target = client.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", metavar="CMD", help="launch this server command and talk over its stdio")
@@ -130,11 +143,13 @@ def resolve_config(args: argparse.Namespace) -> Config:
 
 
 def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> None:
-    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1)."""
+    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1),
+    granting the state dir of a ledger it will share (notes.ownership Rule 2) too."""
     from notewarden.scope.sandbox import apply_sandbox
+    from notewarden.services import shared_state_dirs
 
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    apply_sandbox(config, enabled=enabled, bind_port=bind_port)
+    apply_sandbox(config, enabled=enabled, bind_port=bind_port, shared_state_dirs=shared_state_dirs(config))
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -196,6 +211,15 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.dbcommand import run_db_command
 
             return run_db_command(args.action, load_config(args.config))
+        if args.command == "takeover":
+            from notewarden.trashcommand import run_takeover
+
+            config = (
+                load_config(args.config)
+                if args.config
+                else config_for_directories([args.folder], state_dir=args.state_dir)
+            )
+            return run_takeover(config, args.folder)
         if args.command == "client":
             from notewarden.client.tui import run_client
 

@@ -13,23 +13,22 @@ Rules:
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from notewarden.config import Config, ConfigError, default_state_dir, load_config
+from notewarden.config import Config, ConfigError, load_config
 from notewarden.firstrun.config_file import default_config_path
+from notewarden.notes.ownership import sharing_refusal
 from notewarden.sealing import KEYS_ENV, SealingKeyError, keys_from_env
+from notewarden.trashcommand import trash_reports
 
-__all__ = ["CHECKS", "Finding", "run_doctor", "state_dirs_sharing"]
+__all__ = ["CHECKS", "Finding", "run_doctor"]
 
 Status = Literal["ok", "warn", "fail"]
-INDEX_FILE = "notes-index.sqlite3"
 MAX_DIRS_COUNTED = 200_000
 _INOTIFY = Path("/proc/sys/fs/inotify")
 
@@ -96,49 +95,41 @@ def _state_dir(config: Config) -> Iterator[Finding]:
         yield Finding("ok", "state dir", str(state))
 
 
-def state_dirs_sharing(workspace: Path, own_state_dir: Path, candidates: Sequence[Path]) -> list[Path]:
-    """Other state dirs that serve the folder `workspace`: two exactly-once domains on one folder.
-
-    SEAM (issue 12 §1): until the workspace owner marker of the `trust` branch merges, this looks
-    for the folder (by device and inode) in the search index of each candidate state dir, which
-    every server that opened the folder keeps. Once the marker exists, ask it instead.
-    """
-    try:
-        folder = workspace.stat()
-    except OSError:
-        return []
-    found = []
-    for state in candidates:
-        index = state / INDEX_FILE
-        if state.resolve() == own_state_dir.resolve() or not index.exists():
-            continue
-        try:
-            with closing(sqlite3.connect(f"{index.as_uri()}?mode=ro", uri=True)) as db:
-                rows = db.execute("SELECT dev, ino FROM workspaces").fetchall()
-        except sqlite3.Error:
-            continue
-        if (folder.st_dev, folder.st_ino) in rows:
-            found.append(state)
-    return found
-
-
 def _one_state_dir(config: Config) -> Iterator[Finding]:
-    if not config.storage.workspaces_are_directories:
-        return
-    candidates = [default_state_dir()]
-    for uri in config.workspaces:
-        others = state_dirs_sharing(Path(uri.path), config.state_dir, candidates)
-        if others:
+    """Who owns each workspace folder's trash (`notes.ownership`): this config's ledger, another
+    one this config's servers will share, or one they cannot use (their trash tools then refuse)."""
+    for report in trash_reports(config):
+        if isinstance(report, str):
+            yield Finding("fail", "trash owner", report, "check the folder's permissions")
+            continue
+        folder = report.workspace.removeprefix("file://")
+        owner = report.owner
+        if report.owner_problem is not None or owner is None or report.owned:
+            finding = report.lines()[0]
+            status: Status = "fail" if report.owner_problem is not None else "ok"
+            fix = f"notewarden takeover {folder} --config {config.source}" if status == "fail" else ""
+            yield Finding(status, "trash owner", finding, fix)
+        elif (refusal := sharing_refusal(owner)) is None:
             yield Finding(
-                "fail",
-                "one state dir",
-                f"{uri.path} is also served with state dir {', '.join(map(str, others))}: a delete confirmed "
-                "through one server is unknown to the other",
-                f"serve it from one config only: `notewarden serve --config {config.source}` (state_dir = "
-                f'"{config.state_dir}"), never `serve --workspace` beside it',
+                "warn",
+                "trash owner",
+                f"{folder} is owned by {owner.describe()}: this config's servers share that ledger for it "
+                "(one exactly-once domain, two state dirs)",
+                f'serve the folder from one config: state_dir = "{owner.state_dir}"',
             )
         else:
-            yield Finding("ok", "one state dir", f"{uri.path}: no other state dir serves it")
+            yield Finding(
+                "fail",
+                "trash owner",
+                f"{folder} is owned by {owner.describe()}, which this config cannot use ({refusal}): its "
+                "servers refuse notes_delete, notes_restore and notes_trash_empty there",
+                f"serve it with the owner's configuration, or if that owner is gone: notewarden takeover "
+                f"{folder} --config {config.source}",
+            )
+        for line in report.lines()[1:]:
+            yield Finding(
+                "warn", "trash", line.strip(), "notewarden doctor lists it until its ledger settles it"
+            )
 
 
 def _sandbox(config: Config) -> Iterator[Finding]:

@@ -70,6 +70,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.results import already_used, receipt
 
 __all__ = [
     "CONNECT_INPUT_KEY",
@@ -340,7 +341,7 @@ class PublishTool:
         if not outcome.consumes:
             prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
-                raise already_used(prior)
+                raise already_used(call.name, prior)
         if verdict is ConnectVerdict.INVALID:
             return tool_error("invalid_answer", "nothing was published: answer accept, decline or cancel")
         if verdict is ConnectVerdict.EXPIRED:
@@ -367,10 +368,14 @@ class PublishTool:
         )
         with self.services.ledger.critical_section() as txn:
             if not txn.claim_confirmation(claim):
-                raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
             if verdict is ConnectVerdict.DECLINED:
                 self.connections.abandon(state.connection_id, call.principal)
-                return result({**structured, "outcome": "declined"}, "Declined: nothing was published.")
+                declined = {**structured, "outcome": "declined"}
+                txn.record_receipt(
+                    state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
+                )
+                return result(declined, "Declined: nothing was published.")
             scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
             note = read_note(self.services.store, scope, state.note_id)
             credential = self.connections.credential(call.principal, target.id)
@@ -381,7 +386,12 @@ class PublishTool:
                     "Call notes_publish again to connect anew.",
                 )
             delivery = self.deliver(call, target, note, credential, idempotency_key=state.confirmation_id)
-        return published(target, note, delivery)
+            done = published(target, note, delivery)
+            sent = (
+                f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+            )
+            txn.record_receipt(state.confirmation_id, receipt(done.structured_content or {}, sent))
+        return done
 
     def publish_now(
         self, call: ToolCall, target: PublishTarget, note: NoteToSend, credential: str
@@ -434,13 +444,6 @@ def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> ty
 def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
-    )
-
-
-def already_used(prior: str | None) -> ToolFailure:
-    return ToolFailure(
-        "confirmation_already_used",
-        f"this publish step was already answered ({prior or 'consumed'}); call notes_publish again to start anew",
     )
 
 
