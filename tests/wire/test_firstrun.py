@@ -215,7 +215,7 @@ def test_doctor_passes_a_fresh_config_and_names_each_fix(home: Home) -> None:
     assert notewarden("init", home.notes, env=home.env).returncode == 0
     status, report = doctor(home)
     assert status == 0, report
-    for topic in ("config", "workspace", "state dir", "one state dir", "sandbox", "inotify", "sealing keys"):
+    for topic in ("config", "workspace", "state dir", "trash owner", "sandbox", "inotify", "sealing keys"):
         assert f"  {topic}" in report
 
     home.notes.rename(home.root / "moved")
@@ -259,5 +259,8 @@ async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) ->
     status, report = doctor(home)
     assert status == 0, report  # the desktop server marked the folder first; this config shares its ledger
     desktop_ledger = home.root / ".local/state/notewarden/notewarden.sqlite3"
-    assert f"WARN  trash owner    {home.notes} is owned by SQLite ledger {desktop_ledger}" in report, report
+    assert (
+        f"WARN  trash owner    {home.notes} is owned by the SQLite ledger of state dir {desktop_ledger.parent}"
+        in report
+    ), report
     assert f'serve the folder from one config: state_dir = "{desktop_ledger.parent}"' in report
