@@ -6,7 +6,8 @@ resolves every note path relative to that fd. Linux only.
 Rule 1: note paths are relative POSIX paths of plain names joined by single slashes: UTF-8 (no lone
 surrogates), no NUL or other control characters, no backslash, no empty, ``.`` or ``..`` component, no
 leading or trailing slash, each component at most 255 bytes, the whole path at most 4095 bytes. The trash
-directory ``.notewarden-trash`` (first component) and names starting with ``.nw-tmp-`` are reserved.
+directory ``.notewarden-trash`` and the history directory ``.notewarden-history`` (first component) and
+names starting with ``.nw-tmp-`` are reserved.
 Anything else raises ``PathRejected`` before any system call is made.
 
 Rule 2: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
@@ -35,9 +36,10 @@ with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the ex
 if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREPLACE)`` and compare
 identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
-anything; only ``purge_trash_entry`` deletes, and only inside the trash directory. The one file
-appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW | O_NONBLOCK``, and only while
-it is a regular file of the service.
+anything; only ``purge_trash_entry`` and ``purge_history_entry`` delete, and only inside the trash and
+history directories. The one file appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW |
+O_NONBLOCK``, and only while it is a regular file of the service. History entries are created
+exclusively (``O_EXCL``) and never rewritten.
 
 Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
 can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
@@ -72,6 +74,7 @@ from types import TracebackType
 from typing import Final
 
 __all__ = [
+    "HISTORY_DIR_NAME",
     "NOTE_SUFFIXES",
     "TRASH_DIR_NAME",
     "TRASH_JOURNAL_NAME",
@@ -94,6 +97,8 @@ __all__ = [
 TRASH_DIR_NAME: Final = ".notewarden-trash"
 TRASH_JOURNAL_NAME: Final = "~intents"
 """In the trash directory; not a valid trash name, so never listed or purged as an entry."""
+HISTORY_DIR_NAME: Final = ".notewarden-history"
+"""Saved versions of notes, one file per version (``notes.history``), named like trash entries."""
 NOTE_SUFFIXES: Final = (".md", ".markdown")
 TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
@@ -232,6 +237,8 @@ def split_relative(path: str) -> tuple[str, ...]:
             raise PathRejected(f"note path {path!r}: names starting with {TMP_PREFIX!r} are reserved")
     if parts[0] == TRASH_DIR_NAME:
         raise PathRejected(f"note path {path!r}: {TRASH_DIR_NAME!r} is reserved for the trash")
+    if parts[0] == HISTORY_DIR_NAME:
+        raise PathRejected(f"note path {path!r}: {HISTORY_DIR_NAME!r} is reserved for version history")
     return parts
 
 
@@ -888,33 +895,36 @@ class WorkspaceRoot:
     # Trash
 
     def _open_trash(self, *, create: bool) -> int:
-        """Open the trash held by fd: a real 0700 directory of this uid on the workspace's mount."""
+        return self._open_private_dir(TRASH_DIR_NAME, "trash directory", create=create)
+
+    def _open_private_dir(self, name: str, display: str, *, create: bool) -> int:
+        """Open a service directory held by fd (the trash, the history): a real 0700 directory of this
+        uid on the workspace's mount."""
         root = self._root()
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        display = "trash directory"
         for attempt in (0, 1):
             try:
-                fd = os.open(TRASH_DIR_NAME, flags, dir_fd=root)
+                fd = os.open(name, flags, dir_fd=root)
                 break
             except FileNotFoundError:
                 if not create or attempt:
-                    raise NoteMissing("the trash directory does not exist") from None
+                    raise NoteMissing(f"the {display} does not exist") from None
                 try:
-                    os.mkdir(TRASH_DIR_NAME, 0o700, dir_fd=root)
+                    os.mkdir(name, 0o700, dir_fd=root)
                 except FileExistsError:
                     pass
                 except OSError as exc:
                     raise _generic(display, exc) from exc
             except OSError as exc:
-                err = self._classify_step(root, TRASH_DIR_NAME, exc, display)
+                err = self._classify_step(root, name, exc, display)
                 if isinstance(err, NoteMissing):
-                    err = FsError(f"{TRASH_DIR_NAME!r} exists but is not a directory; move it away")
+                    err = FsError(f"{name!r} exists but is not a directory; move it away")
                 raise err from exc
         try:
             st = os.fstat(fd)
             self._check_same_mount(fd, display)
             if st.st_uid != os.geteuid():
-                raise FsError("trash directory is owned by another user; it must belong to the service")
+                raise FsError(f"{display} is owned by another user; it must belong to the service")
             if stat.S_IMODE(st.st_mode) != 0o700:
                 os.fchmod(fd, 0o700)
         except BaseException:
@@ -1121,6 +1131,70 @@ class WorkspaceRoot:
             raise _generic(display, exc) from exc
         finally:
             os.close(tfd)
+
+    # History (``notes.history``): saved versions, created exclusively, read back, purged
+
+    def _open_history(self, *, create: bool) -> int:
+        return self._open_private_dir(HISTORY_DIR_NAME, "history directory", create=create)
+
+    def write_history(self, name: str, data: bytes, *, sync: bool) -> None:
+        """Save a version as ``name`` in the history directory (created on first use); never replaces.
+        With ``sync`` the file and the directory entry are fsynced (survives power loss)."""
+        _check_trash_name(name)
+        display = f"history entry {name!r}"
+        hfd = self._open_history(create=True)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=hfd)
+            except FileExistsError:
+                raise NoteExists(f"{display}: already exists") from None
+            except OSError as exc:
+                raise _generic(display, exc) from exc
+            try:
+                _write_all(fd, data)
+                if sync:
+                    os.fsync(fd)
+            except OSError as exc:
+                self._unlink_if_same(hfd, name, os.fstat(fd))
+                raise _generic(display, exc) from exc
+            finally:
+                os.close(fd)
+            if sync:
+                _fsync_dir(hfd)
+        finally:
+            os.close(hfd)
+
+    def read_history(self, name: str, max_bytes: int) -> bytes:
+        """A saved version's bytes; ``NoteMissing`` when there is no such entry."""
+        _check_trash_name(name)
+        display = f"history entry {name!r}"
+        hfd = self._open_history(create=False)
+        try:
+            self._lstat_leaf(hfd, name, display)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=hfd)
+        finally:
+            os.close(hfd)
+        try:
+            return _read_fd(fd, max_bytes, True, display)
+        finally:
+            os.close(fd)
+
+    def purge_history_entry(self, name: str) -> None:
+        """Permanently delete one saved version (unlinkat in the history fd; never follows)."""
+        _check_trash_name(name)
+        display = f"history entry {name!r}"
+        hfd = self._open_history(create=False)
+        try:
+            os.unlink(name, dir_fd=hfd)
+        except FileNotFoundError:
+            raise NoteMissing(f"{display}: does not exist") from None
+        except IsADirectoryError:
+            raise NotARegularFile(f"{display}: is a directory; only files are purged") from None
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        finally:
+            os.close(hfd)
 
 
 def _read_fd(fd: int, max_bytes: int, whole: bool, display: str) -> bytes:
