@@ -372,7 +372,7 @@ def _match_lines(text: str, old: str) -> list[int]:
 def _nearest_region(text: str, old: str) -> dict[str, Any] | None:
     """Where `old` most likely was: the lines most like its longest line (difflib), as long as it
     spans; None when nothing is similar enough or the note is too long to compare line by line."""
-    wanted = [line.strip() for line in old.split("\n")]
+    wanted = [line.strip() for line in old.removesuffix("\n").split("\n")]
     probe = max(wanted, key=len)
     starts = line_starts(text)
     total = _line_count(starts)

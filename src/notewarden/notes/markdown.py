@@ -67,6 +67,7 @@ JSON_NODES_MAX = 10_000
 
 _FENCE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 _LONE_CR = re.compile(r"\r(?!\n)")
+_ALIAS_VALUE = re.compile(r"[ \t]*:[ \t]*\*[^\s,\]}]+")
 _ATX_MARKS = re.compile(r"(#{1,6})[ \t]+(?=\S)")
 _H1_CANDIDATE = re.compile(r"^ {0,3}(?:#(?:[ \t]|$)|=+[ \t]*$)", re.MULTILINE)
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -359,9 +360,9 @@ def _entries(front: FrontMatter) -> tuple[list[_Entry], int]:
         begin = key_node.start_mark.index
         start = raw.rfind("\n", 0, begin) + 1
         if value_node.start_mark.index < begin:  # an alias: the node is the anchor's, written earlier
-            end = key_node.end_mark.index
-            line_end = raw.find("\n", end)
-            end = len(raw) if line_end < 0 else line_end
+            alias = _ALIAS_VALUE.match(raw, key_node.end_mark.index)
+            line_end = raw.find("\n", begin)
+            end = alias.end() if alias else len(raw) if line_end < 0 else line_end
         else:
             end = _last_char(value_node)
         if end == 0 or raw[end - 1] == "\n":

@@ -55,16 +55,42 @@ def receipt(before: str, after: str) -> Receipt:
     head_lines = before.count("\n", 0, head)
     context_before = _lines(before[:head])[-CONTEXT_LINES:] if head else []
     context_after = _lines(before[len(before) - tail :])[:CONTEXT_LINES] if tail else []
-    first = head_lines - len(context_before)
-    old_lines, new_lines = context_before + old + context_after, context_before + new + context_after
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines)
+    k = len(context_before)
+    first = head_lines - k
+    edits: list[tuple[str, int, int, int, int]] = [
+        (tag, i1 + k, i2 + k, j1 + k, j2 + k)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes()
+    ]
     changes = [
         LineChange(first + i1 + 1, i2 - i1, first + j1 + 1, j2 - j1)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        for tag, i1, i2, j1, j2 in edits
         if tag != "equal"
     ]
-    diff, cut = _unified(matcher, old_lines, new_lines, first)
+    after_old, after_new = k + len(old), k + len(new)
+    opcodes = [
+        ("equal", 0, k, 0, k),
+        *edits,
+        ("equal", after_old, after_old + len(context_after), after_new, after_new + len(context_after)),
+    ]
+    diff, cut = _unified(
+        _KnownOpcodes(opcodes),
+        context_before + old + context_after,
+        context_before + new + context_after,
+        first,
+    )
     return Receipt(changes[:CHANGES_MAX], len(changes) > CHANGES_MAX, diff, cut)
+
+
+class _KnownOpcodes(difflib.SequenceMatcher[str]):
+    """difflib's hunk grouping over opcodes computed elsewhere: the changed middle was matched
+    alone, so that context lines never pair with changed ones."""
+
+    def __init__(self, opcodes: list[tuple[str, int, int, int, int]]) -> None:
+        super().__init__(None, [], [])
+        self._known = [op for op in opcodes if op[1] != op[2] or op[3] != op[4]]
+
+    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:  # type: ignore[override]
+        return self._known
 
 
 def _common_head(a: str, b: str) -> int:
