@@ -33,7 +33,7 @@ def test_changes_rebuild_the_new_text_from_the_old(
     old, new = split(before), split(after)
     rebuilt: list[str] = []
     at = 0
-    for change in receipt(before, after).changes:
+    for change in receipt(before.encode(), after.encode()).changes:
         rebuilt += old[at : change.old_start - 1]
         assert (
             old[at : change.old_start - 1] == new[len(rebuilt) - (change.old_start - 1 - at) : len(rebuilt)]
@@ -53,7 +53,7 @@ def test_a_one_line_change_costs_the_same_in_a_small_and_a_huge_note() -> None:
         middle = len(before) // 2
         at = before.index("\n", middle) + 1
         after = before[:at] + "One changed line, said differently.\n" + before[at + len(line) :]
-        result = receipt(before, after)
+        result = receipt(before.encode(), after.encode())
         assert [(c.old_lines, c.new_lines) for c in result.changes] == [(1, 1)]
         assert result.diff.count("\n") == 2 + 2 * 2 + 1, result.diff  # hunk header, 2+2 context, -/+
         sizes[count] = len(json.dumps(result.diff)) + len(json.dumps([asdict(c) for c in result.changes]))
@@ -63,13 +63,13 @@ def test_a_one_line_change_costs_the_same_in_a_small_and_a_huge_note() -> None:
 def test_the_diff_is_cut_at_a_line_and_says_so() -> None:
     before = "".join(f"line {i}\n" for i in range(2000))
     after = before.replace("line ", "LINE ")
-    result = receipt(before, after)
+    result = receipt(before.encode(), after.encode())
     assert result.diff_truncated and len(result.diff) <= DIFF_MAX_CHARS and result.diff.endswith("\n")
-    assert receipt("same\n", "same\n").changes == []
+    assert receipt(b"same\n", b"same\n").changes == []
 
 
 def test_the_diff_shows_control_characters_escaped_and_a_missing_final_newline() -> None:
-    result = receipt("a\nb", "a\nb\u202ec")
+    result = receipt(b"a\nb", "a\nb\u202ec".encode())
     assert (
         result.diff
         == "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\\u202ec\n\\ No newline at end of file\n"

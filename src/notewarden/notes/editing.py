@@ -161,7 +161,11 @@ def _line_count(starts: list[int]) -> int:
 def _splice(text: str, starts: list[int], first: int, last: int, block: str, eol: str) -> str:
     """Replace lines `first..last` (1-based, inclusive; `last = first - 1` inserts before `first`)
     with `block`, as whole lines, keeping the note's final-line-break convention (Rule 3)."""
-    at, stop = starts[first - 1], starts[last]
+    return _splice_at(text, starts[first - 1], starts[last], block, eol)
+
+
+def _splice_at(text: str, at: int, stop: int, block: str, eol: str) -> str:
+    """`_splice` by offsets: `at` and `stop` are line starts (or the end of the text)."""
     if block and not block.endswith("\n"):
         block += eol
     if stop == len(text) and text and not text.endswith("\n"):  # the edit reaches an unterminated end
@@ -208,19 +212,15 @@ def section_version(text: str, heading: Heading, starts: list[int] | None = None
 
 
 def _append(text: str, edit: Edit) -> str:
-    starts = line_starts(text)
-    end = _line_count(starts) + 1
-    return _splice(
-        text, starts, end, end - 1, with_line_ending(_given(edit.text), line_ending(text)), line_ending(text)
-    )
+    eol = line_ending(text)  # no line index: an append costs the same on a large note
+    return _splice_at(text, len(text), len(text), with_line_ending(_given(edit.text), eol), eol)
 
 
 def _prepend(text: str, edit: Edit) -> str:
     front = split_front_matter(text)
-    starts = line_starts(text)
-    first = front.lines + 1 if front is not None else 1
+    at = front.end if front is not None else 0
     eol = line_ending(text)
-    return _splice(text, starts, first, first - 1, with_line_ending(_given(edit.text), eol), eol)
+    return _splice_at(text, at, at, with_line_ending(_given(edit.text), eol), eol)
 
 
 def _replace(text: str, edit: Edit) -> str:

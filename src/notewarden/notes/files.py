@@ -27,9 +27,10 @@ Before the journal, each entry had a sidecar file `trash/<id>.json`; recovery st
 that an earlier version left, and purging an entry removes its sidecar.
 
 Content writes (`rewrite_note`) run in a ledger transaction holding the workspace's lock: the
-replaced content is saved to `.notewarden-history/<version_id>` with its `note_history` row, then
-the new content is swapped in (`fsroot.replace_note`, identity-checked: an editor's write in
-between makes the swap refuse, and the rewrite runs again on the editor's content). A rollback
+replaced content is saved as `.notewarden-history/<version_id>` (`fsroot.keep_version`: a hard link
+to the note's inode, so no copy is written) with its `note_history` row, then the new content is
+swapped in (`fsroot.replace_note`, identity-checked: an editor's write in between makes the swap
+refuse, and the rewrite runs again on the editor's content). A rollback
 removes the saved copy and swaps the previous content back. The index is not told: it notices the
 rename like any editor's (inotify or directory stamps) at its next query, so a write costs the same
 for a large note as for a small one and a burst of edits is indexed once.
@@ -243,7 +244,9 @@ class FilesNoteStore:
                 change=change,
                 body=None,
             )
-            root.write_history(saved.version_id, before.data, sync=self._sync_trash)
+            root.keep_version(
+                note_id, saved.version_id, before.note.identity, before.data, sync=self._sync_trash
+            )
             txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
             identity = root.replace_note(note_id, data, expected=before.note.identity)
             txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))

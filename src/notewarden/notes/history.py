@@ -3,7 +3,7 @@
 Rule 1: a write that replaces a note's content (update, edit, revert, link rewrites) first saves
 the content it replaces as a history entry, in the same ledger transaction as the write's own
 bookkeeping: the row in `note_history` (one table, both dialects, every store), the bytes in the
-row (`body`, SQL stores) or in the workspace's `.notewarden-history/<version_id>` (files store, `fsroot.write_history`,
+row (`body`, SQL stores) or in the workspace's `.notewarden-history/<version_id>` (files store, `fsroot.keep_version`,
 reached through the directory handle; `body` is NULL). An entry is immutable once written.
 
 Rule 2: history belongs to a note's id and follows it: a move re-keys the rows (`follow_move`);

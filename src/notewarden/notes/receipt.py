@@ -1,8 +1,9 @@
 """What a write changed, small whatever the note's size: changed line ranges and a capped diff.
 
-Rule 1: the cost follows the change, not the note. The common head and tail of the two texts are
-skipped with slice comparisons (C speed); only the lines in between go through difflib, with
-`CONTEXT_LINES` of the head and tail around them for the diff's context.
+Rule 1: the cost follows the change, not the note. The common head and tail of the two contents
+are skipped with slice comparisons (C speed, on the bytes: nothing is decoded but the lines shown);
+only the lines in between go through difflib, with `CONTEXT_LINES` of the head and tail around
+them for the diff's context.
 
 Rule 2: `changes` are the changed line ranges, 1-based: lines `oldStart .. oldStart+oldLines-1`
 became `newStart .. newStart+newLines-1` (a count of 0 is a pure insertion or deletion before that
@@ -45,16 +46,16 @@ class Receipt:
     diff_truncated: bool
 
 
-def receipt(before: str, after: str) -> Receipt:
+def receipt(before: bytes, after: bytes) -> Receipt:
     if before == after:
         return Receipt([], False, "", False)
     head = _common_head(before, after)
-    head = before.rfind("\n", 0, head) + 1  # back to a line start
+    head = before.rfind(b"\n", 0, head) + 1  # back to a line start
     tail = _common_tail(before, after, head)
     old, new = _lines(before[head : len(before) - tail]), _lines(after[head : len(after) - tail])
-    head_lines = before.count("\n", 0, head)
-    context_before = _lines(before[:head])[-CONTEXT_LINES:] if head else []
-    context_after = _lines(before[len(before) - tail :])[:CONTEXT_LINES] if tail else []
+    head_lines = before.count(b"\n", 0, head)
+    context_before = _lines(before[_lines_back(before, head, CONTEXT_LINES) : head])
+    context_after = _lines(before[len(before) - tail : _lines_on(before, len(before) - tail, CONTEXT_LINES)])
     k = len(context_before)
     first = head_lines - k
     edits: list[tuple[str, int, int, int, int]] = [
@@ -81,7 +82,7 @@ def receipt(before: str, after: str) -> Receipt:
     return Receipt(changes[:CHANGES_MAX], len(changes) > CHANGES_MAX, diff, cut)
 
 
-class _KnownOpcodes(difflib.SequenceMatcher[str]):
+class _KnownOpcodes(difflib.SequenceMatcher[bytes]):
     """difflib's hunk grouping over opcodes computed elsewhere: the changed middle was matched
     alone, so that context lines never pair with changed ones."""
 
@@ -93,11 +94,11 @@ class _KnownOpcodes(difflib.SequenceMatcher[str]):
         return self._known
 
 
-def _common_head(a: str, b: str) -> int:
+def _common_head(a: bytes, b: bytes) -> int:
     """Length of the common prefix, compared a block at a time."""
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
+    if (b if len(a) <= len(b) else a).startswith(a if len(a) <= len(b) else b):
+        return n  # an append or a cut at the end: one comparison, no copy
     lo = 0
     while a[lo : lo + _BLOCK] == b[lo : lo + _BLOCK]:
         lo += _BLOCK
@@ -111,7 +112,7 @@ def _common_head(a: str, b: str) -> int:
     return lo
 
 
-def _common_tail(a: str, b: str, head: int) -> int:
+def _common_tail(a: bytes, b: bytes, head: int) -> int:
     """Length of the common suffix that starts at a line start in both and leaves `head` alone."""
     limit = min(len(a), len(b)) - head
     n = 0
@@ -125,24 +126,43 @@ def _common_tail(a: str, b: str, head: int) -> int:
         n += step
     a_start, b_start = len(a) - n, len(b) - n
     if n and not (_line_start(a, a_start) and _line_start(b, b_start)):
-        line_end = a.find("\n", a_start)  # the tail's next line start is one in both texts
+        line_end = a.find(b"\n", a_start)  # the tail's next line start is one in both texts
         n = 0 if line_end < 0 else len(a) - line_end - 1
     return n
 
 
-def _line_start(text: str, at: int) -> bool:
-    return at == 0 or text[at - 1] == "\n"
+def _line_start(text: bytes, at: int) -> bool:
+    return at == 0 or text[at - 1] == 0x0A
 
 
-def _lines(text: str) -> list[str]:
-    """Lines with their endings; a line ends at LF only (`str.splitlines` also splits at CR, FF, …)."""
-    lines = text.split("\n")
+def _lines_back(text: bytes, at: int, count: int) -> int:
+    """The start of the `count`th line before the line start `at` (or 0)."""
+    for _ in range(count):
+        if at == 0:
+            break
+        at = text.rfind(b"\n", 0, at - 1) + 1
+    return at
+
+
+def _lines_on(text: bytes, at: int, count: int) -> int:
+    """Where the `count` lines starting at `at` end (or the end of the text)."""
+    for _ in range(count):
+        end = text.find(b"\n", at)
+        if end < 0:
+            return len(text)
+        at = end + 1
+    return at
+
+
+def _lines(text: bytes) -> list[bytes]:
+    """Lines with their endings; a line ends at LF only (`splitlines` also splits at CR, FF, …)."""
+    lines = text.split(b"\n")
     last = lines.pop()
-    return [line + "\n" for line in lines] + ([last] if last else [])
+    return [line + b"\n" for line in lines] + ([last] if last else [])
 
 
 def _unified(
-    matcher: difflib.SequenceMatcher[str], old: list[str], new: list[str], first: int
+    matcher: difflib.SequenceMatcher[bytes], old: list[bytes], new: list[bytes], first: int
 ) -> tuple[str, bool]:
     out: list[str] = []
     size = 0
@@ -162,11 +182,11 @@ def _unified(
     return "".join(out), False
 
 
-def _shown(mark: str, lines: list[str]) -> list[str]:
+def _shown(mark: str, lines: list[bytes]) -> list[str]:
     shown = []
     for line in lines:
-        shown.append(mark + visible(line.removesuffix("\n").removesuffix("\r")))
-        if not line.endswith("\n"):
+        shown.append(mark + visible(line.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", "replace")))
+        if not line.endswith(b"\n"):
             shown.append(_NO_NEWLINE)
     return shown
 

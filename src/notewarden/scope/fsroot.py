@@ -38,8 +38,9 @@ identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) bo
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` and ``purge_history_entry`` delete, and only inside the trash and
 history directories. The one file appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW |
-O_NONBLOCK``, and only while it is a regular file of the service. History entries are created
-exclusively (``O_EXCL``) and never rewritten.
+O_NONBLOCK``, and only while it is a regular file of the service. A history entry is a hard link to the
+inode of the version it saves (``linkat`` without following, identity-checked), or a copy created with
+``O_EXCL``; neither is ever written again.
 
 Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
 can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
@@ -1137,33 +1138,83 @@ class WorkspaceRoot:
     def _open_history(self, *, create: bool) -> int:
         return self._open_private_dir(HISTORY_DIR_NAME, "history directory", create=create)
 
-    def write_history(self, name: str, data: bytes, *, sync: bool) -> None:
-        """Save a version as ``name`` in the history directory (created on first use); never replaces.
-        With ``sync`` the file and the directory entry are fsynced (survives power loss)."""
+    def keep_version(self, path: str, name: str, expected: FileIdentity, data: bytes, *, sync: bool) -> None:
+        """Save the note at ``path``, which must still be ``expected`` (its bytes being ``data``), as the
+        history entry ``name`` (the history directory is created on first use; nothing is replaced).
+
+        A note with no other name is hard-linked, not copied: the write that then swaps new content
+        in (``replace_note``) leaves the old inode to the history alone, so saving a version costs the
+        same for a large note as for a small one. The linked entry must still be ``expected``, else it
+        is removed and IdentityMismatch raised. A note with other hard links (whose in-place edits
+        would reach the entry), or one the kernel will not link, is copied from ``data``. With
+        ``sync`` the entry and the directory are fsynced (survives power loss)."""
+        parts = split_relative(path)
         _check_trash_name(name)
         display = f"history entry {name!r}"
-        hfd = self._open_history(create=True)
+        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+            st = self._lstat_leaf(pfd, parts[-1], path)
+            if FileIdentity.of(st) != expected:
+                raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
+            hfd = self._open_history(create=True)
             try:
-                fd = os.open(name, flags, 0o600, dir_fd=hfd)
-            except FileExistsError:
-                raise NoteExists(f"{display}: already exists") from None
-            except OSError as exc:
-                raise _generic(display, exc) from exc
-            try:
-                _write_all(fd, data)
+                if st.st_nlink == 1 and self._link_version(pfd, parts[-1], hfd, name, expected, path):
+                    if sync:
+                        fd = os.open(
+                            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=hfd
+                        )
+                        try:
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                else:
+                    self._write_version(hfd, name, data, sync=sync, display=display)
                 if sync:
-                    os.fsync(fd)
-            except OSError as exc:
-                self._unlink_if_same(hfd, name, os.fstat(fd))
-                raise _generic(display, exc) from exc
+                    _fsync_dir(hfd)
             finally:
-                os.close(fd)
-            if sync:
-                _fsync_dir(hfd)
+                os.close(hfd)
         finally:
-            os.close(hfd)
+            os.close(pfd)
+
+    def _link_version(
+        self, pfd: int, leaf: str, hfd: int, name: str, expected: FileIdentity, display: str
+    ) -> bool:
+        """Hard-link the note into the history; False when the kernel refuses (then copy)."""
+        try:
+            os.link(leaf, name, src_dir_fd=pfd, dst_dir_fd=hfd, follow_symlinks=False)
+        except FileExistsError:
+            raise NoteExists(f"history entry {name!r}: already exists") from None
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+                return False  # e.g. fs.protected_hardlinks and a note of another user
+            raise _generic(display, exc) from exc
+        try:
+            linked = os.stat(name, dir_fd=hfd, follow_symlinks=False)
+        except OSError:
+            linked = None
+        if linked is None or not stat.S_ISREG(linked.st_mode) or FileIdentity.of(linked) != expected:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=hfd)
+            raise IdentityMismatch(f"{display}: changed since it was read; re-read it and retry")
+        return True
+
+    def _write_version(self, hfd: int, name: str, data: bytes, *, sync: bool, display: str) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=hfd)
+        except FileExistsError:
+            raise NoteExists(f"{display}: already exists") from None
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        try:
+            _write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            self._unlink_if_same(hfd, name, os.fstat(fd))
+            raise _generic(display, exc) from exc
+        finally:
+            os.close(fd)
 
     def read_history(self, name: str, max_bytes: int) -> bytes:
         """A saved version's bytes; ``NoteMissing`` when there is no such entry."""

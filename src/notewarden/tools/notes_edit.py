@@ -105,7 +105,7 @@ def receipt_object(
 ) -> dict[str, Any]:
     """What a write did (or, without `rewritten`, what a dry run would do): small whatever the size."""
     after_version = rewritten.after.version if rewritten is not None else content_version(after_data)
-    changed = receipt(before.data.decode("utf-8", "replace"), after_data.decode("utf-8", "replace"))
+    changed = receipt(before.data, after_data)
     shown: dict[str, Any] = {
         "workspaceUri": str(scope.uri),
         "noteId": note_id,
