@@ -23,6 +23,7 @@ import os
 import platform
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--store", choices=["files", "sqlite"], default="files")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="notewarden-edit-cost-"))
     two_cpus = len(os.sched_getaffinity(0)) >= 2
     try:
@@ -143,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ratio = big / small
     largest = max(r["receipt_bytes"] for r in found["receipts"].values())
     print(f"notes_edit append over HTTP, {args.store} store, {args.count} timed appends per note")
+    print(f"load average (1 min) before/after: {load_before:.2f} / {os.getloadavg()[0]:.2f}")
     print(f"{'note':>8} | {'p50 ms':>8} | {'p90 ms':>8} | {'mean ms':>8}")
     for name in TIMED:
         a = found["appends"][name]
@@ -160,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / f"edit_cost-{args.store}.json").write_text(
         json.dumps(
             {
-                "command": "python -m bench.edit_cost " + " ".join(argv or []),
+                "command": "python -m bench.edit_cost " + " ".join(sys.argv[1:] if argv is None else argv),
                 "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "load_average_1m": {"before": load_before, "after": os.getloadavg()[0]},
                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "pinned": two_cpus},
                 "store": args.store,
                 **found,

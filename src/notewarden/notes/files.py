@@ -275,8 +275,7 @@ class FilesNoteStore:
     def select_history(
         self, txn: LedgerTxn, scope: WorkspaceScope, *, saved_before: float
     ) -> list[HistoryEntry]:
-        entries = self.history.select(txn, str(scope.workspace), saved_before=saved_before)
-        return [e for e in entries if scope.contains(e.note_id)]
+        return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
 
     def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
         version_ids = [e.version_id for e in entries]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,14 +227,16 @@ class HistoryLog:
         self.delete(txn, workspace, doomed)
         return doomed
 
-    def select(self, db: SqlSession, workspace: str, *, saved_before: float) -> list[HistoryEntry]:
-        """Every live note's entry of the workspace saved before the bound, oldest first (a purge)."""
+    def select(
+        self, db: SqlSession, workspace: str, inside: Callable[[str], bool], *, saved_before: float
+    ) -> list[HistoryEntry]:
+        """The entries of live notes `inside` the caller's scope saved before the bound, oldest first."""
         rows = db.execute(
             f"SELECT {_COLUMNS} FROM note_history WHERE workspace = ? AND trash_id IS NULL AND saved_at <= ? "
             "ORDER BY saved_at, version_id",
             (workspace, saved_before),
         )
-        return [_entry(r) for r in rows]
+        return [e for e in map(_entry, rows) if inside(e.note_id)]
 
     def delete(self, txn: SqlSession, workspace: str, version_ids: Sequence[str]) -> None:
         for version_id in version_ids:
