@@ -287,14 +287,14 @@ def _set_front_matter(text: str, edit: Edit) -> str:
     try:
         return set_front_matter_key(text, _given(edit.key), edit.value)
     except FrontMatterEditError as exc:
-        raise EditError("front_matter_unusable", str(exc)) from None
+        raise EditError("front_matter_unusable", visible(str(exc))) from None
 
 
 def _remove_front_matter(text: str, edit: Edit) -> str:
     try:
         return remove_front_matter_key(text, _given(edit.key))
     except FrontMatterEditError as exc:
-        raise EditError("front_matter_unusable", str(exc)) from None
+        raise EditError("front_matter_unusable", visible(str(exc))) from None
 
 
 _APPLY = {
