@@ -31,6 +31,8 @@ from typing import Any
 
 from bench.load import McpHttp, percentile
 from bench.servers import notewarden_config, start_notewarden
+from notewarden.config import load_config
+from notewarden.services import open_services
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LINE = "Some words of a note about projects and meetings, with a number: 12345.\n"
@@ -99,7 +101,7 @@ async def measure(url: str, workspace_uri: str, token: str, count: int, warmup: 
     appends = {
         name: {
             "p50_ms": round(statistics.median(s) * 1000, 3),
-            "p90_ms": round(percentile(s, 90) * 1000, 3),
+            "p90_ms": round(percentile(sorted(s), 90) * 1000, 3),
             "mean_ms": round(statistics.fmean(s) * 1000, 3),
             "samples": len(s),
         }
@@ -127,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.store == "files":
             for name, size in SIZES.items():
                 (workspace / f"{name.replace(' ', '')}.md").write_text(note_text(size))
+        else:
+            _create_rows(config)
         server = start_notewarden(config, cpus={0} if two_cpus else None, log_level="warning")
         try:
             if two_cpus:
                 os.sched_setaffinity(0, {1})
             target = server.target
-            if args.store != "files":
-                asyncio.run(_create_notes(target.urls[0], target.workspace_uri, target.token or ""))
             found = asyncio.run(
                 measure(target.urls[0], target.workspace_uri, target.token or "", args.count, args.warmup)
             )
@@ -180,26 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-async def _create_notes(url: str, workspace_uri: str, token: str) -> None:
-    """A SQL store's notes are rows: create them through the server, at the sizes of `SIZES`."""
-    from bench.load import Target
-
-    mcp = McpHttp(Target("notewarden", (url,), workspace_uri, token), connections=1)
+def _create_rows(config: Path) -> None:
+    """A SQL store's notes are rows: create them with the store's own code, before the server starts."""
+    services = open_services(load_config(config))
     try:
+        scope = services.grants.authorize_workspace("bench", str(services.config.workspaces[0]))
         for name, size in SIZES.items():
-            note_id = f"{name.replace(' ', '')}.md"
-            created = await mcp.call(
-                "notes_create",
-                {"workspaceUri": workspace_uri, "path": note_id, "title": "A note", "body": ""},
-            )
-            version = created["structuredContent"]["note"]["version"]
-            body = note_text(size)
-            await mcp.call(
-                "notes_update",
-                {"workspaceUri": workspace_uri, "noteId": note_id, "body": body, "expectedVersion": version},
-            )
+            services.store.create_note(scope, f"{name.replace(' ', '')}.md", note_text(size).encode())
     finally:
-        await mcp.aclose()
+        services.close()
 
 
 if __name__ == "__main__":

@@ -329,7 +329,19 @@ class SqlNoteStore:
                     ):
                         raise _Overtaken  # a writer outside notewarden: roll back, read it again
                     self.history.prune(txn, workspace, note_id)
-                    return Rewritten(before, self._read(txn, scope, note_id), saved)
+                    ((row_id, version, modified_ns),) = txn.execute(  # as the trigger left it; not the body
+                        "SELECT id, version, modified_ns FROM notes WHERE workspace = ? AND path = ?",
+                        (workspace, note_id),
+                    )
+                    after = _note(
+                        note_id,
+                        data[:TITLE_SCAN_BYTES].decode("utf-8", "replace"),
+                        row_id,
+                        version,
+                        modified_ns,
+                        len(data),
+                    )
+                    return Rewritten(before, NoteContent(after, data), saved)
             except _Overtaken:
                 continue
         raise VersionConflict(note_id, self.read_note(scope, note_id).version)
