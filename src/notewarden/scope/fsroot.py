@@ -1104,26 +1104,33 @@ class WorkspaceRoot:
         return fd
 
     def read_trash_file(self, trash_name: str, max_bytes: int) -> bytes:
-        _check_trash_name(trash_name)
-        display = f"trash entry {trash_name!r}"
-        tfd = self._open_trash(create=False)
+        return self._read_private(TRASH_DIR_NAME, "trash", trash_name, max_bytes)
+
+    def purge_trash_entry(self, trash_name: str) -> None:
+        """Permanently delete one trash entry (unlinkat in the trash fd; never follows, never recurses)."""
+        self._purge_private(TRASH_DIR_NAME, "trash", trash_name)
+
+    def _read_private(self, directory: str, what: str, name: str, max_bytes: int) -> bytes:
+        """A whole file of a service directory (the trash, the history); ``NoteMissing`` when absent."""
+        _check_trash_name(name)
+        display = f"{what} entry {name!r}"
+        dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            self._lstat_leaf(tfd, trash_name, display)
-            fd = os.open(trash_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=tfd)
+            self._lstat_leaf(dfd, name, display)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         finally:
-            os.close(tfd)
+            os.close(dfd)
         try:
             return _read_fd(fd, max_bytes, True, display)
         finally:
             os.close(fd)
 
-    def purge_trash_entry(self, trash_name: str) -> None:
-        """Permanently delete one trash entry (unlinkat in the trash fd; never follows, never recurses)."""
-        _check_trash_name(trash_name)
-        display = f"trash entry {trash_name!r}"
-        tfd = self._open_trash(create=False)
+    def _purge_private(self, directory: str, what: str, name: str) -> None:
+        _check_trash_name(name)
+        display = f"{what} entry {name!r}"
+        dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            os.unlink(trash_name, dir_fd=tfd)
+            os.unlink(name, dir_fd=dfd)
         except FileNotFoundError:
             raise NoteMissing(f"{display}: does not exist") from None
         except IsADirectoryError:
@@ -1131,7 +1138,7 @@ class WorkspaceRoot:
         except OSError as exc:
             raise _generic(display, exc) from exc
         finally:
-            os.close(tfd)
+            os.close(dfd)
 
     # History (``notes.history``): saved versions, created exclusively, read back, purged
 
@@ -1218,34 +1225,11 @@ class WorkspaceRoot:
 
     def read_history(self, name: str, max_bytes: int) -> bytes:
         """A saved version's bytes; ``NoteMissing`` when there is no such entry."""
-        _check_trash_name(name)
-        display = f"history entry {name!r}"
-        hfd = self._open_history(create=False)
-        try:
-            self._lstat_leaf(hfd, name, display)
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=hfd)
-        finally:
-            os.close(hfd)
-        try:
-            return _read_fd(fd, max_bytes, True, display)
-        finally:
-            os.close(fd)
+        return self._read_private(HISTORY_DIR_NAME, "history", name, max_bytes)
 
     def purge_history_entry(self, name: str) -> None:
         """Permanently delete one saved version (unlinkat in the history fd; never follows)."""
-        _check_trash_name(name)
-        display = f"history entry {name!r}"
-        hfd = self._open_history(create=False)
-        try:
-            os.unlink(name, dir_fd=hfd)
-        except FileNotFoundError:
-            raise NoteMissing(f"{display}: does not exist") from None
-        except IsADirectoryError:
-            raise NotARegularFile(f"{display}: is a directory; only files are purged") from None
-        except OSError as exc:
-            raise _generic(display, exc) from exc
-        finally:
-            os.close(hfd)
+        self._purge_private(HISTORY_DIR_NAME, "history", name)
 
 
 def _read_fd(fd: int, max_bytes: int, whole: bool, display: str) -> bytes:
