@@ -120,7 +120,7 @@ class Retention:
     max_age_days: float = 90.0
 
 
-def new_version_id() -> str:
+def _new_version_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
@@ -164,7 +164,7 @@ class HistoryLog:
     ) -> HistoryEntry:
         """Save a replaced content's row (`body` None: its bytes are kept by the store)."""
         entry = HistoryEntry(
-            new_version_id(),
+            _new_version_id(),
             note_id,
             time.time(),
             change.principal,

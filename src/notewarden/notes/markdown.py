@@ -54,10 +54,12 @@ __all__ = [
     "first_h1",
     "headings",
     "json_value",
+    "line_ending",
     "remove_front_matter_key",
     "set_front_matter_key",
     "split_front_matter",
     "title_of",
+    "with_line_ending",
 ]
 
 FRONT_MATTER_MAX_BYTES = 64 * 1024

@@ -33,6 +33,7 @@ import mcp_types as types
 from notewarden.notes.editing import EditError, find_section, line_starts, section_text, section_version
 from notewarden.notes.history import HistoryEntry
 from notewarden.notes.markdown import headings, split_front_matter
+from notewarden.notes.model import content_version
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_list import iso8601
@@ -161,7 +162,7 @@ def outline(text: str) -> dict[str, Any]:
                 "path": " > ".join(h.path),
                 "lines": [h.line, min(h.end_line, len(starts) - 1)],
                 "chars": len(section),
-                "sectionVersion": section_version(text, h, starts),
+                "sectionVersion": content_version(section.encode()),
             }
         )
     shown: dict[str, Any] = {"totalLines": len(starts) - 1, "outline": items}
