@@ -243,7 +243,7 @@ def test_a_missing_anchor_points_at_the_nearest_region() -> None:
 def test_headings_inside_code_are_not_headings_and_missing_ones_list_the_real_ones() -> None:
     error = refused(NOTE, edit("insert", heading="not a heading", position="end", text="x"))
     assert error.code == "heading_not_found"
-    listed = [(h["line"], h["text"]) for h in error.details["headings"]]
+    listed = [(h["line"], h["heading"]) for h in error.details["headings"]]
     assert listed == [
         (6, "Weekly review"),
         (10, "Projects"),

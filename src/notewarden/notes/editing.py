@@ -333,7 +333,7 @@ def find_section(text: str, query: str) -> Heading:
             "level (## Heading)",
             {
                 "headings": [
-                    {"line": h.line, "level": h.level, "text": h.text, "path": " > ".join(h.path)}
+                    {"line": h.line, "level": h.level, "heading": h.text, "path": " > ".join(h.path)}
                     for h in listed[:LISTED_MAX]
                 ]
             },
