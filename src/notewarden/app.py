@@ -67,11 +67,14 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read and write them "
-    "with notes_read / notes_create / notes_update (pass the version you read), and reorganize with "
-    "notes_move. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
-    "in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a "
-    "resource: its file: URI."
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read them with "
+    "notes_read (outline, section or lines of a long note) or notes_read_many, change them with small "
+    "anchored edits (notes_edit: append, replace, a section, a front-matter key; dryRun previews) or "
+    "notes_update (pass the version you read), create with notes_create and reorganize with notes_move. "
+    "Every replaced content is kept: notes_history lists versions, notes_revert brings one back. "
+    "notes_delete, notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted "
+    "notes stay in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is "
+    "also a resource: its file: URI."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),

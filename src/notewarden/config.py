@@ -36,6 +36,10 @@ loaded; an error names the key, what was wrong and what is allowed.
     [sandbox]
     enabled = true                             # Landlock self-sandbox at start-up of `serve`
 
+    [history]                                  # saved versions of notes (notes_history, notes_revert)
+    max_versions = 50                          # per note, newest kept
+    max_age_days = 90                          # older versions go (those of trashed notes stay)
+
     [storage]                                  # read at start-up; see docs/deployment.md
     notes = "files"                            # "files" (default), "sqlite" or "postgres"
     ledger = "sqlite"                          # "sqlite" (default) or "postgres"
@@ -58,6 +62,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from notewarden.ledger import DURABILITY_LEVELS, Durability
+from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
@@ -160,6 +165,7 @@ class Config:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
     storage: StorageSettings = field(default_factory=StorageSettings)
+    history: Retention = field(default_factory=Retention)
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -210,7 +216,7 @@ def load_config(path: str | Path) -> Config:
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
     known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
     known |= {"oauth", "limits", "sandbox", "publish"}
-    known |= {"storage"}
+    known |= {"storage", "history"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -318,6 +324,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
         publish=publish,
         storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
+        history=_history(_table(raw, "history")) if "history" in raw else Retention(),
     )
 
 
@@ -373,6 +380,19 @@ def _limits(table: Mapping[str, Any]) -> LimitSettings:
     if isinstance(per_minute, bool) or not isinstance(per_minute, int) or not 1 <= per_minute <= 100_000:
         raise ConfigError("[limits] destructive_per_minute must be an integer between 1 and 100000")
     return LimitSettings(destructive_per_minute=per_minute)
+
+
+def _history(table: Mapping[str, Any]) -> Retention:
+    _reject_unknown(table, {"max_versions", "max_age_days"}, "[history]")
+    versions = table.get("max_versions", Retention().max_versions)
+    days = table.get("max_age_days", Retention().max_age_days)
+    if isinstance(versions, bool) or not isinstance(versions, int) or not 1 <= versions <= 10_000:
+        raise ConfigError(
+            "[history] max_versions must be an integer between 1 and 10000 (versions kept per note)"
+        )
+    if isinstance(days, bool) or not isinstance(days, int | float) or not 1 <= days <= 36_500:
+        raise ConfigError("[history] max_age_days must be a number of days between 1 and 36500")
+    return Retention(max_versions=versions, max_age_days=float(days))
 
 
 def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:

@@ -19,7 +19,7 @@ from notewarden.config import Config
 from notewarden.faults import armed_point
 from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.files import FILES_STORE_SCHEMA
+from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.ownership import (
     OwnerMarker,
     Relation,
@@ -34,7 +34,7 @@ from notewarden.scope.fsroot import FsError, WorkspaceRoot
 from notewarden.scope.grants import Grants
 from notewarden.scope.uri import FileUri
 from notewarden.sealing import SealingKeys, load_or_create_keys
-from notewarden.storage import open_ledger, open_store
+from notewarden.storage import STORE_SCHEMAS, open_ledger, open_store
 
 __all__ = ["Services", "WorkspaceTrash", "open_services", "shared_state_dirs"]
 
@@ -127,6 +127,8 @@ def open_services(config: Config) -> Services:
         sealing_keys=keys.keys,
         connections=Connections(config.state_dir / "publish.sqlite3", keys.keys),
     )
+    if isinstance(store, FilesNoteStore):
+        store.ledger_for = services.trash_ledger
     if config.storage.workspaces_are_directories:
         for workspace in config.workspaces:
             services.trash[str(workspace)] = settle_trash_owner(services, workspace)
@@ -173,7 +175,7 @@ def openshared_ledgers_ledger(services: Services, owner: OwnerMarker) -> tuple[L
     try:
         opened = SqliteLedger(
             Path(owner.location),
-            components=[FILES_STORE_SCHEMA],
+            components=list(STORE_SCHEMAS["files"]),
             durability=services.config.storage.durability,
         )
     except (LedgerUnavailable, SchemaOutOfDate, sqlite3.Error, OSError) as exc:

@@ -50,9 +50,17 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
 
     upgrade = notewarden("db", "upgrade", "--config", str(config), env=env)
     assert upgrade.returncode == 0, upgrade.stderr
-    assert upgrade.stdout.splitlines() == ["ledger: applied 2 step(s)", "sql_store: applied 1 step(s)"]
+    assert upgrade.stdout.splitlines() == [
+        "ledger: applied 2 step(s)",
+        "sql_store: applied 1 step(s)",
+        "note_history: applied 1 step(s)",
+    ]
     again = notewarden("db", "upgrade", "--config", str(config), env=env)
-    assert again.stdout.splitlines() == ["ledger: already current", "sql_store: already current"]
+    assert again.stdout.splitlines() == [
+        "ledger: already current",
+        "sql_store: already current",
+        "note_history: already current",
+    ]
 
     status = notewarden("db", "status", "--config", str(config), env=env)
     assert status.returncode == 0, status
@@ -61,6 +69,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
         "rows confirmations",
         "rows notes",
         "rows notes_trash",
+        "rows note_history",
         "oldest expiry",
         "expired, awaiting purge",
     ):

@@ -15,9 +15,10 @@ import pytest
 from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import content_version
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, intent_line, read_owner
-from notewarden.notes.store import VersionConflict
+from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.scope.fsroot import (
     TRASH_DIR_NAME,
     TRASH_JOURNAL_NAME,
@@ -46,16 +47,23 @@ def scope(tmp_path: Path) -> Iterator[WorkspaceScope]:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
-    led = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA])
+    led = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA])
     yield led
     led.close()
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[FilesNoteStore]:
-    s = FilesNoteStore(tmp_path / "index.sqlite3")
+def store(tmp_path: Path, ledger: SqliteLedger) -> Iterator[FilesNoteStore]:
+    s = FilesNoteStore(tmp_path / "index.sqlite3", ledger=ledger)
     yield s
     s.close()
+
+
+def update(
+    store: FilesNoteStore, scope: WorkspaceScope, note_id: str, data: bytes, version: str
+) -> NoteContent:
+    change = Change("alice", "notes_update", "replaced the whole text")
+    return store.rewrite_note(scope, note_id, replace_with(data, version), change=change).after
 
 
 def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, note_id: str) -> str:
@@ -71,16 +79,14 @@ def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, sc
     results: dict[int, object] = {}
     barrier = threading.Barrier(8)
 
-    def update(i: int) -> None:
+    def write(i: int) -> None:
         barrier.wait()
         try:
-            results[i] = store.update_note(
-                scope, "todo.md", f"- writer {i}\n".encode(), expected_version=version
-            )
+            results[i] = update(store, scope, "todo.md", f"- writer {i}\n".encode(), version)
         except VersionConflict as exc:
             results[i] = exc
 
-    threads = [threading.Thread(target=update, args=(i,)) for i in range(8)]
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -97,12 +103,12 @@ def test_stale_version_writes_nothing_and_a_retry_is_harmless(
     store: FilesNoteStore, scope: WorkspaceScope
 ) -> None:
     first = store.read_note(scope, "todo.md")
-    second = store.update_note(scope, "todo.md", b"- v2\n", expected_version=first.version)
+    second = update(store, scope, "todo.md", b"- v2\n", first.version)
     with pytest.raises(VersionConflict) as caught:
-        store.update_note(scope, "todo.md", b"- lost?\n", expected_version=first.version)
+        update(store, scope, "todo.md", b"- lost?\n", first.version)
     assert caught.value.current_version == second.version
     assert store.read_note(scope, "todo.md").data == b"- v2\n"
-    again = store.update_note(scope, "todo.md", b"- v2\n", expected_version=first.version)
+    again = update(store, scope, "todo.md", b"- v2\n", first.version)
     assert again.version == second.version
 
 

@@ -21,6 +21,12 @@ CHECKPOINTS = [
     "[10 cancel] Cancelled: nothing was deleted",
     "[10 terminal] accept after decline → isError=True",
     "[11 SDK driver]",
+    "[12 edit] notes_edit meetings/standup.md: replace + append",
+    "-Nothing about TPS.",
+    "+Still nothing about TPS.",
+    "+- Atlas shipped",
+    "[13 revert] notes_revert to ",
+    "the note is back byte for byte: True",
 ]
 
 

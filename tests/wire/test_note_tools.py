@@ -20,8 +20,13 @@ ALL_TOOLS = {
     "notes_list",
     "notes_search",
     "notes_read",
+    "notes_read_many",
     "notes_create",
     "notes_update",
+    "notes_edit",
+    "notes_history",
+    "notes_revert",
+    "notes_history_purge",
     "notes_move",
     "notes_delete",
     "notes_restore",
@@ -62,9 +67,23 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
     open_world = {n for n, t in tools.items() if t.annotations and t.annotations.open_world_hint}
     assert open_world == {"notes_publish"}  # the only tool that reaches outside the server
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"notes_list", "notes_search", "notes_read", "notes_trash_list"}
+    assert read_only == {
+        "notes_list",
+        "notes_search",
+        "notes_read",
+        "notes_read_many",
+        "notes_history",
+        "notes_trash_list",
+    }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
-    assert destructive == {"notes_delete", "notes_update", "notes_trash_empty"}
+    assert destructive == {
+        "notes_delete",
+        "notes_update",
+        "notes_edit",
+        "notes_revert",
+        "notes_trash_empty",
+        "notes_history_purge",
+    }
 
 
 async def test_search_read_update_with_optimistic_concurrency(transport: str, deployment: Deployment) -> None:

@@ -32,6 +32,15 @@ usable". Nothing is unlinked here: everything deleted stays in the trash until i
 Before the journal, each entry had a sidecar file `trash/<id>.json`, which names no ledger: such an
 entry is left in the trash and reported at recovery; purging an entry removes its sidecar.
 
+Content writes (`rewrite_note`) run in a ledger transaction holding the workspace's lock: the
+replaced content is saved as `.notewarden-history/<version_id>` (`fsroot.keep_version`: a hard link
+to the note's inode, so no copy is written) with its `note_history` row, then the new content is
+swapped in (`fsroot.replace_note`, identity-checked: an editor's write in between makes the swap
+refuse, and the rewrite runs again on the editor's content). A rollback
+removes the saved copy and swaps the previous content back. The index is not told: it notices the
+rename like any editor's (inotify or directory stamps) at its next query, so a write costs the same
+for a large note as for a small one and a burst of edits is indexed once.
+
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
 """
@@ -41,13 +50,14 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
 from notewarden.confirm.state import Candidate
-from notewarden.ledger import Durability, LedgerTxn
+from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
+from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
 from notewarden.notes.ownership import (
@@ -57,7 +67,16 @@ from notewarden.notes.ownership import (
     intent_line,
     parse_journal,
 )
-from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
+from notewarden.notes.store import (
+    MERGE_ATTEMPTS,
+    NoteContent,
+    ProgressSink,
+    Rewrite,
+    Rewritten,
+    SearchHit,
+    TrashedNote,
+    VersionConflict,
+)
 from notewarden.scope.fsroot import (
     FsError,
     IdentityMismatch,
@@ -112,6 +131,7 @@ _SIDECAR = ".json"
 JOURNAL_RECOVERY_BYTES = 256 * 1024
 """Appended by this process to one workspace's journal before it recovers and empties it."""
 _JOURNAL_READ_MAX = 64 * 1024 * 1024
+_HISTORY_READ_MAX = 64 * 1024 * 1024
 
 
 def _new_trash_id() -> str:
@@ -156,12 +176,23 @@ def _inside(scope: WorkspaceScope, note_id: str) -> str:
 
 class FilesNoteStore:
     def __init__(
-        self, index_path: Path | None = None, *, watch: bool = True, durability: Durability = "normal"
+        self,
+        index_path: Path | None = None,
+        *,
+        ledger: Ledger,
+        watch: bool = True,
+        durability: Durability = "normal",
+        retention: Retention | None = None,
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
-        `durability`: "full" fsyncs each line of the trash journal (power loss), as
-        the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
+        `ledger`: where content writes keep their history rows (with the trash's); `ledger_for`
+        replaces it per workspace once the folders' owners are known (`Services.trash_ledger`), so a
+        folder's history rows live in the one ledger that owns its trash (`notes.ownership`).
+        `durability`: "full" fsyncs each line of the trash journal and each saved version (power
+        loss), as the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
+        self.ledger_for: Callable[[str], Ledger] = lambda _workspace: ledger
+        self.history = HistoryLog(retention or Retention())
         self._sync_trash = durability == "full"
         self._journaled: dict[str, int] = {}
 
@@ -219,27 +250,90 @@ class FilesNoteStore:
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
 
-    def update_note(
-        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
-    ) -> NoteContent:
-        with self.index.exclusive():  # one updater at a time across this host's server processes
-            current = self.read_note(scope, note_id)
-            if current.data == data:
-                return current  # already there: a retried update, or the same edit made elsewhere
-            if current.version != expected_version:
-                raise VersionConflict(note_id, current.version)
+    def rewrite_note(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
+    ) -> Rewritten:
+        _inside(scope, note_id)
+        for _ in range(MERGE_ATTEMPTS):
             try:
-                identity = scope.root.replace_note(note_id, data, expected=current.note.identity)
-            except IdentityMismatch:  # an editor or sync tool wrote in between
-                raise VersionConflict(note_id, self.read_note(scope, note_id).version) from None
-            self.index.note_changed(str(scope.workspace), scope.root, note_id)
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+                return self._rewrite_once(scope, note_id, rewrite, change)
+            except IdentityMismatch:  # an editor wrote between our read and our swap: read it again
+                continue
+        raise VersionConflict(note_id, self.read_note(scope, note_id).version)
+
+    def _rewrite_once(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, change: Change
+    ) -> Rewritten:
+        root, workspace = scope.root, str(scope.workspace)
+        with self.ledger_for(workspace).critical_section() as txn:
+            txn.lock_workspace(workspace)
+            before = self.read_note(scope, note_id)
+            data = rewrite(before)
+            if data == before.data:
+                return Rewritten(before, before, None)
+            saved = self.history.record(
+                txn,
+                workspace,
+                note_id,
+                version=before.version,
+                size=len(before.data),
+                change=change,
+                body=None,
+            )
+            root.keep_version(
+                note_id, saved.version_id, before.note.identity, before.data, sync=self._sync_trash
+            )
+            txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
+            identity = root.replace_note(note_id, data, expected=before.note.identity)
+            txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
+            pruned = self.history.prune(txn, workspace, note_id)
+        self._purge_saved(root, pruned)
+        return Rewritten(
+            before, NoteContent(Note(note_id, extract_title(data, note_id), identity), data), saved
+        )
+
+    def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
+        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+            entries = self.history.entries(db, str(scope.workspace), _inside(scope, note_id))
+        if not entries:
+            scope.root.stat_note(note_id)  # NoteMissing for a note that is not there either
+        return entries
+
+    def saved_version(
+        self, scope: WorkspaceScope, note_id: str, version_id: str
+    ) -> tuple[HistoryEntry, bytes]:
+        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+            found = self.history.entry(db, str(scope.workspace), _inside(scope, note_id), version_id)
+        if found is None:
+            raise NoteMissing(f"{note_id} has no saved version {version_id!r}; notes_history lists them")
+        return found[0], scope.root.read_history(found[0].version_id, _HISTORY_READ_MAX)
+
+    def select_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, *, saved_before: float
+    ) -> list[HistoryEntry]:
+        return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
+
+    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+        version_ids = [e.version_id for e in entries]
+        self.history.delete(txn, str(scope.workspace), version_ids)
+        self._purge_saved(scope.root, version_ids)
+        return len(version_ids)
+
+    @staticmethod
+    def _purge_saved(root: WorkspaceRoot, version_ids: Sequence[str]) -> None:
+        for version_id in version_ids:
+            with suppress(NoteMissing):
+                root.purge_history_entry(version_id)
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
-        root = scope.root
-        entry = root.stat_note(_inside(scope, note_id))
-        identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
-        self.index.note_changed(str(scope.workspace), root, note_id, new_id)
+        root, workspace = scope.root, str(scope.workspace)
+        with self.ledger_for(workspace).critical_section() as txn:
+            txn.lock_workspace(workspace)
+            entry = root.stat_note(_inside(scope, note_id))
+            identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
+            txn.on_rollback(lambda: root.move_note(new_id, note_id, expected=identity))
+            self.history.follow_move(txn, workspace, note_id, new_id)
+        self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
         return Note(new_id, extract_title(head, new_id), identity)
 
@@ -276,6 +370,7 @@ class FilesNoteStore:
         identity = root.restore(trash_id, target)
         txn.on_rollback(lambda: root.quarantine(target, trash_id, identity))
         txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+        self.history.from_trash(txn, str(scope.workspace), trash_id, target)
         with suppress(NoteMissing):
             root.purge_trash_entry(trash_id + _SIDECAR)
         self.index.note_changed(str(scope.workspace), root, target)
@@ -304,6 +399,7 @@ class FilesNoteStore:
             for name in (entry.trash_id, entry.trash_id + _SIDECAR):
                 with suppress(NoteMissing):
                     root.purge_trash_entry(name)
+            self._purge_saved(root, self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id))
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
         return len(entries)
@@ -372,6 +468,7 @@ class FilesNoteStore:
                 identity.mtime_ns,
             ),
         )
+        self.history.to_trash(txn, workspace, candidate.id, trash_id)
         return TrashedNote(
             trash_id=trash_id,
             note_id=candidate.id,

@@ -47,6 +47,7 @@ __all__ = [
     "ToolDef",
     "ToolFailure",
     "ToolRegistry",
+    "known_failure",
     "tool_error",
 ]
 
@@ -182,6 +183,14 @@ class ToolDef:
         return schema_problems(self._validator, instance)
 
 
+def known_failure(exc: Exception) -> ToolFailure | None:
+    """`exc` as the tool error it stands for (`ERROR_CODES`); None for an unexpected exception."""
+    if isinstance(exc, ToolFailure):
+        return exc
+    code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
+    return None if code is None else ToolFailure(code, str(exc))
+
+
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
     """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`."""
     return types.CallToolResult(
@@ -230,10 +239,8 @@ class ToolRegistry:
                 message="Invalid or expired requestState",
                 data={"reason": "invalid_request_state"},
             ) from None
-        except ToolFailure as exc:
-            return tool_error(exc.code, str(exc), exc.details)
         except Exception as exc:
-            code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
-            if code is None:
+            failure = known_failure(exc)
+            if failure is None:
                 raise
-            return tool_error(code, str(exc))
+            return tool_error(failure.code, str(failure), failure.details)
