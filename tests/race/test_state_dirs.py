@@ -128,6 +128,15 @@ async def test_serve_workspace_next_to_a_configured_server_shares_its_ledger(tmp
                 "reports/r0.md",
                 "reports/r1.md",
             ]
+            edited = await desktop.call_tool(
+                "notes_edit",
+                {
+                    "workspaceUri": d.workspace_uri,
+                    "noteId": "reports/r2.md",
+                    "edits": [{"op": "append", "text": "x"}],
+                },
+            )
+            assert edited.structured_content is not None and not edited.is_error, edited
 
         [rule] = events(d, "trash_owner", "stdio")
         assert (rule["rule"], rule["owner_ledger"]) == ("shared", d.trash_owner()["ledger"])
@@ -140,7 +149,11 @@ async def test_serve_workspace_next_to_a_configured_server_shares_its_ledger(tmp
         with sqlite3.connect(own) as conn:
             assert conn.execute("SELECT count(*) FROM trash").fetchone() == (0,), "no second domain"
             assert conn.execute("SELECT count(*) FROM confirmations").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM note_history").fetchone() == (0,)
         assert d.sql("SELECT count(*) FROM confirmations") == [(2,)]
+        assert d.sql("SELECT note_id FROM note_history") == [("reports/r2.md",)], (
+            "history in the owner's ledger"
+        )
         assert {r[0] for r in d.sql("SELECT note_id FROM trash")} == {
             "reports/r0.md",
             "reports/r1.md",
