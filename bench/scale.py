@@ -86,7 +86,7 @@ def open_at(folder: Path, state: Path, *, watch: bool = True) -> Services:
     services = open_services(config)
     if not watch:
         services.store.close()
-        services.store = FilesNoteStore(state / "notes-index.sqlite3", watch=False)
+        services.store = FilesNoteStore(state / "notes-index.sqlite3", ledger=services.ledger, watch=False)
     return services
 
 

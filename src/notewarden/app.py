@@ -41,6 +41,7 @@ from notewarden.config import Config
 from notewarden.jsonrpc import UniqueMemberLines
 from notewarden.legacy import live_elicitation
 from notewarden.scope.grants import Grants
+from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import RateLimiter, limit_destructive
@@ -72,11 +73,14 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read and write them "
-    "with notes_read / notes_create / notes_update (pass the version you read), and reorganize with "
-    "notes_move. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
-    "in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a "
-    "resource: its file: URI."
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read them with "
+    "notes_read (outline, section or lines of a long note) or notes_read_many, change them with small "
+    "anchored edits (notes_edit: append, replace, a section, a front-matter key; dryRun previews) or "
+    "notes_update (pass the version you read), create with notes_create and reorganize with notes_move. "
+    "Every replaced content is kept: notes_history lists versions, notes_revert brings one back. "
+    "notes_delete, notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted "
+    "notes stay in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is "
+    "also a resource: its file: URI."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -103,6 +107,13 @@ def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
         raise MCPError(code=INVALID_REQUEST, message="request is not authenticated")
 
     return resolve
+
+
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The client's own name (`clientInfo`, from `_meta` or `initialize`), for display only."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.title or info.name) if info is not None else ""
 
 
 def build_server(
@@ -139,6 +150,7 @@ def build_server(
             if progress_token_from_params(ctx.params) is not None
             else None,
             live=live_elicitation(ctx),
+            client_name=client_name(ctx),
         )
         return await registry.call(call)
 
@@ -158,7 +170,7 @@ def build_server(
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
     security = RequestStateSecurity(
-        keys=services.sealing_keys,
+        codec=KeyReportingCodec(services.sealing_keys),
         ttl=services.config.confirmation_ttl_seconds,
         bind_principal=resolve_principal,
     )

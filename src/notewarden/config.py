@@ -28,12 +28,17 @@ loaded; an error names the key, what was wrong and what is allowed.
     resource = "https://notes.example.com/mcp" # this server's URL: the audience tokens must carry
     issuer = "https://auth.example.com"        # the only accepted `iss`
     jwks_file = "/etc/notewarden/jwks.json"    # or jwks_url = "https://auth.example.com/jwks.json"
+    connect_client_id = "notewarden-connect"   # connect pages: sign in at the server (code + PKCE)
 
     [limits]
     destructive_per_minute = 30                # calls of destructive tools, per principal and process
 
     [sandbox]
     enabled = true                             # Landlock self-sandbox at start-up of `serve`
+
+    [history]                                  # saved versions of notes (notes_history, notes_revert)
+    max_versions = 50                          # per note, newest kept
+    max_age_days = 90                          # older versions go (those of trashed notes stay)
 
     [storage]                                  # read at start-up; see docs/deployment.md
     notes = "files"                            # "files" (default), "sqlite" or "postgres"
@@ -57,6 +62,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from notewarden.ledger import DURABILITY_LEVELS, Durability
+from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
@@ -130,6 +136,8 @@ class OAuthSettings:
     jwks_url: str | None = None
     algorithms: tuple[str, ...] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
     leeway_seconds: float = 30.0
+    connect_client_id: str | None = None  # the connect pages sign people in with this public client
+    connect_scope: str = "openid notes:read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +165,7 @@ class Config:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
     storage: StorageSettings = field(default_factory=StorageSettings)
+    history: Retention = field(default_factory=Retention)
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -207,7 +216,7 @@ def load_config(path: str | Path) -> Config:
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
     known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
     known |= {"oauth", "limits", "sandbox", "publish"}
-    known |= {"storage"}
+    known |= {"storage", "history"}
     _reject_unknown(raw, known, "the top level")
     state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
     if not state_dir.is_absolute():
@@ -315,6 +324,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
         publish=publish,
         storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
+        history=_history(_table(raw, "history")) if "history" in raw else Retention(),
     )
 
 
@@ -325,7 +335,7 @@ _SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
 def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
     where = "[oauth]"
     known = {"resource", "issuer", "authorization_servers", "jwks_file", "jwks_url", "algorithms"}
-    _reject_unknown(table, known | {"leeway_seconds"}, where)
+    _reject_unknown(table, known | {"leeway_seconds", "connect_client_id", "connect_scope"}, where)
     resource, issuer = _http_url(table, "resource", where), _http_url(table, "issuer", where)
     if ("jwks_file" in table) == ("jwks_url" in table):
         raise ConfigError("[oauth] needs exactly one of jwks_file (a path) or jwks_url (an https URL)")
@@ -357,6 +367,10 @@ def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
         jwks_url=_http_url(table, "jwks_url", where) if "jwks_url" in table else None,
         algorithms=algorithms,
         leeway_seconds=float(leeway),
+        connect_client_id=_str(table, "connect_client_id", where) if "connect_client_id" in table else None,
+        connect_scope=_str(table, "connect_scope", where)
+        if "connect_scope" in table
+        else defaults.connect_scope,
     )
 
 
@@ -366,6 +380,19 @@ def _limits(table: Mapping[str, Any]) -> LimitSettings:
     if isinstance(per_minute, bool) or not isinstance(per_minute, int) or not 1 <= per_minute <= 100_000:
         raise ConfigError("[limits] destructive_per_minute must be an integer between 1 and 100000")
     return LimitSettings(destructive_per_minute=per_minute)
+
+
+def _history(table: Mapping[str, Any]) -> Retention:
+    _reject_unknown(table, {"max_versions", "max_age_days"}, "[history]")
+    versions = table.get("max_versions", Retention().max_versions)
+    days = table.get("max_age_days", Retention().max_age_days)
+    if isinstance(versions, bool) or not isinstance(versions, int) or not 1 <= versions <= 10_000:
+        raise ConfigError(
+            "[history] max_versions must be an integer between 1 and 10000 (versions kept per note)"
+        )
+    if isinstance(days, bool) or not isinstance(days, int | float) or not 1 <= days <= 36_500:
+        raise ConfigError("[history] max_age_days must be a number of days between 1 and 36500")
+    return Retention(max_versions=versions, max_age_days=float(days))
 
 
 def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:

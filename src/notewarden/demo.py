@@ -3,13 +3,11 @@
 Each checkpoint of the confirmed-delete flow is printed as it happens: discovery, the
 tool list, round 1 (`input_required` with the form and a sealed state), the checks that
 refuse (missing capability, hostile URI, changed arguments), round 2 (accept → trash),
-a replay, decline and cancel.
+a replay, decline and cancel; then a small edit with its diff receipt, and its revert.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import socket
 import subprocess
 import sys
@@ -27,6 +25,8 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+
+from notewarden.firstrun.config_file import new_token, token_hash
 
 __all__ = ["SAMPLE_NOTES", "run_demo", "write_sample_workspace"]
 
@@ -100,15 +100,17 @@ async def running_server(transport: str, workspace: Path, state: Path) -> AsyncI
 
         yield stdio_client
         return
-    token = secrets.token_urlsafe(24)
+    token = new_token()
     port = _free_port()
     config = state / "notewarden.toml"
     config.write_text(
         f'state_dir = "{state}"\n[[workspace]]\nuri = "file://{workspace}"\n'
         f'[[principal]]\nid = "demo"\nworkspaces = ["file://{workspace}"]\n'
-        f'token_sha256 = ["{hashlib.sha256(token.encode()).hexdigest()}"]\n'
+        f'token_sha256 = ["{token_hash(token)}"]\n'
         f"[http]\nport = {port}\n"
     )
+    print(f"HTTP server: http://127.0.0.1:{port}/mcp, config {config}")
+    print(f"bearer token (principal demo; the config holds only its SHA-256): {token}\n")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -289,11 +291,38 @@ async def walkthrough(transport: str, root: Path) -> None:
             "11 SDK driver",
             f"Client.call_tool with an elicitation callback drives both rounds: {text_of(whole)}",
         )
+        await edit_and_revert(client, uri, workspace)
 
     remaining = sorted(
         str(p.relative_to(workspace)) for p in workspace.rglob("*.md") if ".notewarden" not in str(p)
     )
     print(f"\nnotes left in the workspace: {', '.join(remaining)}")
+
+
+async def edit_and_revert(client: Client, uri: str, workspace: Path) -> None:
+    """A small anchored edit, its receipt (diff included), and the revert that undoes it."""
+    note = "meetings/standup.md"
+    original = (workspace / note).read_bytes()
+    edits = [
+        {"op": "replace", "oldText": "Nothing about TPS.", "newText": "Still nothing about TPS."},
+        {"op": "append", "text": "- Atlas shipped"},
+    ]
+    edited = await client.call_tool("notes_edit", {"workspaceUri": uri, "noteId": note, "edits": edits})
+    receipt = edited.structured_content or {}
+    say(
+        "12 edit",
+        f"notes_edit {note}: replace + append → {receipt['before']['size']} → {receipt['after']['size']} bytes, "
+        f"changed lines {[(c['newStart'], c['newLines']) for c in receipt['changes']]}\n{receipt['diff']}"
+        f"previousVersionId: {receipt['previousVersionId']}",
+    )
+    back = {"workspaceUri": uri, "noteId": note, "versionId": receipt["previousVersionId"]}
+    reverted = await client.call_tool("notes_revert", back)
+    same = (workspace / note).read_bytes() == original
+    say(
+        "13 revert",
+        f"notes_revert to {back['versionId']} → the note is back byte for byte: {same}\n"
+        + (reverted.structured_content or {}).get("diff", "").rstrip("\n"),
+    )
 
 
 def run_demo(directory: str | None, *, transport: str = "stdio") -> int:

@@ -6,6 +6,8 @@
 | `sqlite`          | `sqlite`             | `notes` rows in state_dir/notewarden.sqlite3 | a `notes_trash` row   |
 | `postgres`        | `postgres`           | `notes` rows in PostgreSQL           | a `notes_trash` row         |
 
+Every store also keeps its notes' version history in the `note_history` table (`notes.history`).
+
 Schema changes: the SQLite file is created and upgraded by whichever process opens it
 (the embedded default works with one command); PostgreSQL only by `notewarden db upgrade`,
 and a server refuses to start on a PostgreSQL schema that is behind (see `ledger.schema`).
@@ -25,6 +27,7 @@ from notewarden.ledger import Ledger, SqlSession
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade, sqlite_versions
 from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
 
@@ -33,10 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = ["STORE_SCHEMAS", "open_ledger", "open_store", "schema_status", "sqlite_path", "upgrade_schema"]
 
-STORE_SCHEMAS: Mapping[str, SchemaComponent] = {
-    "files": FILES_STORE_SCHEMA,
-    "sqlite": SQL_STORE_SCHEMA,
-    "postgres": SQL_STORE_SCHEMA,
+STORE_SCHEMAS: Mapping[str, tuple[SchemaComponent, ...]] = {
+    "files": (FILES_STORE_SCHEMA, HISTORY_SCHEMA),
+    "sqlite": (SQL_STORE_SCHEMA, HISTORY_SCHEMA),
+    "postgres": (SQL_STORE_SCHEMA, HISTORY_SCHEMA),
 }
 
 
@@ -46,7 +49,7 @@ def sqlite_path(config: Config) -> Path:
 
 def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     settings = config.storage
-    components = [STORE_SCHEMAS[settings.notes]]
+    components = list(STORE_SCHEMAS[settings.notes])
     if settings.ledger == "sqlite":
         return SqliteLedger(
             sqlite_path(config),
@@ -69,13 +72,18 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
 
 def open_store(config: Config, ledger: Ledger) -> NoteStore:
     if config.storage.notes == "files":
-        return FilesNoteStore(config.state_dir / "notes-index.sqlite3", durability=config.storage.durability)
-    return SqlNoteStore(ledger)
+        return FilesNoteStore(
+            config.state_dir / "notes-index.sqlite3",
+            ledger=ledger,
+            durability=config.storage.durability,
+            retention=config.history,
+        )
+    return SqlNoteStore(ledger, retention=config.history)
 
 
 def upgrade_schema(config: Config) -> dict[str, int]:
     """Bring the configured database to the latest schema; steps applied per component."""
-    components = [LEDGER_SCHEMA, STORE_SCHEMAS[config.storage.notes]]
+    components = [LEDGER_SCHEMA, *STORE_SCHEMAS[config.storage.notes]]
     if config.storage.ledger == "sqlite":
         config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         with closing(sqlite3.connect(sqlite_path(config), isolation_level=None)) as conn:
@@ -115,7 +123,7 @@ def _read_only(config: Config) -> Iterator[tuple[str, dict[str, int], SqlSession
 def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, list[tuple[str, str]]]:
     """(up to date?, lines of `notewarden db status`): where, schema versions, row counts, expiry."""
     now = time.time() if now is None else now
-    components = [LEDGER_SCHEMA, STORE_SCHEMAS[config.storage.notes]]
+    components = [LEDGER_SCHEMA, *STORE_SCHEMAS[config.storage.notes]]
     with _read_only(config) as (where, versions, db):
         lines = [("database", f"{where}; notes: {config.storage.notes}")]
         for component in components:
@@ -127,6 +135,9 @@ def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, li
                 for table in component.tables:
                     ((rows,),) = db.execute(f"SELECT count(*) FROM {table}")
                     lines.append((f"rows {table}", str(rows)))
+        if versions.get(LEDGER_SCHEMA.name, 0) >= 2:
+            ((ledger_id,),) = db.execute("SELECT ledger_id FROM ledger_identity")
+            lines.append(("ledger id", f"{ledger_id} (named in each workspace folder's trash it owns)"))
         if versions.get(LEDGER_SCHEMA.name, 0):
             ((oldest, expired),) = db.execute(
                 "SELECT min(expires_at), count(CASE WHEN expires_at < ? THEN 1 END) FROM confirmations",

@@ -12,9 +12,10 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import Note, content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
-from notewarden.notes.store import VersionConflict
+from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
@@ -26,12 +27,14 @@ from tests.pg import PgDatabase
 @pytest.fixture(params=["sqlite", "postgres"])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Iterator[Ledger]:
     if request.param == "sqlite":
-        opened: Ledger = SqliteLedger(tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA])
+        opened: Ledger = SqliteLedger(
+            tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA]
+        )
     else:
-        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA], check_schema=False)
+        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
         upgrader.upgrade()
         upgrader.close()
-        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA])
+        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
     yield opened
     opened.close()
 
@@ -47,6 +50,13 @@ def scope(workspace: FileUri, *subtree: str) -> WorkspaceScope:
 
 def candidate(note: Note) -> Candidate:
     return Candidate(id=note.id, title=note.title, identity=note.identity)
+
+
+def update(
+    store: SqlNoteStore, scope: WorkspaceScope, note_id: str, data: bytes, version: str
+) -> NoteContent:
+    change = Change("alice", "notes_update", "replaced the whole text")
+    return store.rewrite_note(scope, note_id, replace_with(data, version), change=change).after
 
 
 def sql(ledger: Ledger, statement: str, *params: object) -> None:
@@ -172,16 +182,14 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
     assert current.data == b"# Page 0\n\nreport number 0\n" and current.version == content_version(
         current.data
     )
-    updated = store.update_note(
-        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version=current.version
-    )
+    updated = update(store, everywhere, "p/n0.md", b"# Page 0\n\nedited\n", current.version)
     assert updated.version == content_version(b"# Page 0\n\nedited\n")
     with pytest.raises(VersionConflict) as conflict:
-        store.update_note(everywhere, "p/n0.md", b"# other\n", expected_version=current.version)
+        update(store, everywhere, "p/n0.md", b"# other\n", current.version)
     assert conflict.value.current_version == updated.version
-    assert store.update_note(
-        everywhere, "p/n0.md", b"# Page 0\n\nedited\n", expected_version="stale"
-    ).data == (updated.data), "writing what is there is a harmless retry"
+    assert update(store, everywhere, "p/n0.md", b"# Page 0\n\nedited\n", "stale").data == (updated.data), (
+        "writing what is there is a harmless retry"
+    )
     with pytest.raises(NoteExists):
         store.move_note(everywhere, "p/n0.md", "p/n1.md")
     assert store.move_note(everywhere, "p/n0.md", "q/moved.md").id == "q/moved.md"

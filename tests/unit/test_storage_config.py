@@ -87,3 +87,27 @@ def test_durability_reaches_the_ledger_and_the_trash(
         assert services.store._sync_trash is (durability == "full")
     finally:
         services.close()
+
+
+def test_history_retention_is_bounded_and_reaches_the_store(tmp_path: Path) -> None:
+    base: dict[str, Any] = {
+        "state_dir": str(tmp_path / "state"),
+        "workspace": [{"uri": f"file://{tmp_path}"}],
+    }
+    assert parse_config(base).history.max_versions == 50
+    config = parse_config({**base, "history": {"max_versions": 7, "max_age_days": 30}})
+    assert (config.history.max_versions, config.history.max_age_days) == (7, 30.0)
+    services = open_services(config)
+    try:
+        assert (
+            isinstance(services.store, FilesNoteStore) and services.store.history.retention == config.history
+        )
+    finally:
+        services.close()
+    for table, message in (
+        ({"max_versions": 0}, "max_versions must be an integer between 1 and 10000"),
+        ({"max_age_days": "a week"}, "max_age_days must be a number of days"),
+        ({"keep": 3}, "keep"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            parse_config({**base, "history": table})

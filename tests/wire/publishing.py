@@ -41,6 +41,7 @@ class RecordingTarget:
     answers only once that event is set (a stalled target)."""
 
     status: int = 201
+    location: str | None = None  # the Location a 201 names (where the note was published)
     received: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
     release: threading.Event | None = None
@@ -63,6 +64,8 @@ class RecordingTarget:
                 if target.release is not None:
                     target.release.wait(timeout=60)
                 self.send_response(target.status)
+                if target.location is not None:
+                    self.send_header("location", target.location)
                 self.send_header("content-length", "0")
                 self.end_headers()
 

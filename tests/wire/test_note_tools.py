@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -20,8 +20,13 @@ ALL_TOOLS = {
     "notes_list",
     "notes_search",
     "notes_read",
+    "notes_read_many",
     "notes_create",
     "notes_update",
+    "notes_edit",
+    "notes_history",
+    "notes_revert",
+    "notes_history_purge",
     "notes_move",
     "notes_delete",
     "notes_restore",
@@ -62,9 +67,23 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
     open_world = {n for n, t in tools.items() if t.annotations and t.annotations.open_world_hint}
     assert open_world == {"notes_publish"}  # the only tool that reaches outside the server
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"notes_list", "notes_search", "notes_read", "notes_trash_list"}
+    assert read_only == {
+        "notes_list",
+        "notes_search",
+        "notes_read",
+        "notes_read_many",
+        "notes_history",
+        "notes_trash_list",
+    }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
-    assert destructive == {"notes_delete", "notes_update", "notes_trash_empty"}
+    assert destructive == {
+        "notes_delete",
+        "notes_update",
+        "notes_edit",
+        "notes_revert",
+        "notes_trash_empty",
+        "notes_history_purge",
+    }
 
 
 async def test_search_read_update_with_optimistic_concurrency(transport: str, deployment: Deployment) -> None:
@@ -230,9 +249,17 @@ async def test_empty_trash_is_confirmed_once_and_says_what(transport: str, deplo
         )
         assert isinstance(replay, types.CallToolResult)
         assert error_code(replay) == "confirmation_already_used"
+        assert replay.structured_content is not None
+        assert replay.structured_content["error"]["previous"] == done.structured_content
+        assert replay.structured_content["error"]["message"].startswith(
+            f"already done: 2 notes were permanently deleted from the trash of {ws}: "
+        )
         listed = await call(client, "notes_trash_list", {"workspaceUri": ws})
         assert listed.structured_content == {"workspaceUri": ws, "count": 0, "entries": []}
-    assert [p.name for p in (deployment.notes / ".notewarden-trash").iterdir()] == [TRASH_JOURNAL_NAME]
+    trash = deployment.notes / ".notewarden-trash"
+    assert sorted(p.name for p in trash.iterdir()) == [TRASH_JOURNAL_NAME, TRASH_OWNER_NAME], (
+        "only its records"
+    )
 
 
 async def test_trash_changed_between_rounds_purges_nothing(transport: str, deployment: Deployment) -> None:

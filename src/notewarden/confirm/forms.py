@@ -13,9 +13,10 @@ whether it consumes the confirmation, whether it mutates, and how it reads to th
 | decline                                      | DECLINED       | yes      | no  |
 | cancel                                       | CANCELLED      | no       | no  (retriable until expiry) |
 
-Three forms share this table: `delete_form` (pick one of the notes matching a title),
+Four forms share this table: `delete_form` (pick one of the notes matching a title),
 `delete_set_form` (the caller named the notes: the user keeps or unticks each, all ticked
-at first) and `trash_empty_form` (no choice: how many and which, then yes or no). For
+at first), `trash_empty_form` and `history_purge_form` (no choice: how many and which, then
+yes or no). For
 the two with a selection, "the set in the set" rule holds: a selection outside the
 offered notes is INVALID, never partly applied.
 
@@ -37,6 +38,7 @@ from notewarden.display import visible
 
 __all__ = [
     "DELETE_INPUT_KEY",
+    "HISTORY_PURGE_INPUT_KEY",
     "OUTCOMES",
     "TRASH_EMPTY_INPUT_KEY",
     "Outcome",
@@ -44,6 +46,7 @@ __all__ = [
     "VerdictKind",
     "delete_form",
     "delete_set_form",
+    "history_purge_form",
     "judge_choice",
     "judge_confirmation",
     "judge_selection",
@@ -52,6 +55,7 @@ __all__ = [
 
 DELETE_INPUT_KEY = "delete_choice"
 TRASH_EMPTY_INPUT_KEY = "empty_trash"
+HISTORY_PURGE_INPUT_KEY = "purge_history"
 _CHOICE_FIELD = "note_id"
 _SET_FIELD = "note_ids"
 _CONFIRM_FIELD = "confirm"
@@ -174,6 +178,26 @@ def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str
 def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
     notes = "1 note" if count == 1 else f"{count} notes"
+    return _yes_no_form(
+        f"Permanently delete {notes} from the trash of workspace {workspace}? This cannot be undone.",
+        listing,
+        more,
+        f"Yes, permanently delete {notes}",
+    )
+
+
+def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
+    """The input request confirming that saved versions of notes (`where`) are deleted for good."""
+    versions = "1 saved version" if count == 1 else f"{count} saved versions"
+    return _yes_no_form(
+        f"Permanently delete {versions} of {where}? They can no longer be restored. This cannot be undone.",
+        listing,
+        more,
+        f"Yes, permanently delete {versions}",
+    )
+
+
+def _yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title: str) -> dict[str, Any]:
     lines = "\n".join(f"• {line}" for line in listing)
     if more:
         lines += f"\n… and {more} more"
@@ -181,18 +205,11 @@ def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: i
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": visible(
-                f"Permanently delete {notes} from the trash of workspace {workspace}? "
-                f"This cannot be undone.\n{lines}"
-            ),
+            "message": visible(f"{question}\n{lines}"),
             "requestedSchema": {
                 "type": "object",
                 "properties": {
-                    _CONFIRM_FIELD: {
-                        "type": "boolean",
-                        "title": f"Yes, permanently delete {notes}",
-                        "default": False,
-                    },
+                    _CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False},
                 },
                 "required": [_CONFIRM_FIELD],
             },
@@ -242,7 +259,7 @@ def judge_selection(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
 
 
 def judge_confirmation(answer: Any) -> Verdict:
-    """Classify an answer to a yes/no form (`trash_empty_form`)."""
+    """Classify an answer to a yes/no form (`trash_empty_form`, `history_purge_form`)."""
     judged = _content(answer, (_CONFIRM_FIELD,), "")
     if isinstance(judged, Verdict):
         return judged

@@ -12,19 +12,34 @@ the critical section and the file step is reversible until COMMIT:
     COMMIT
 
 Every process changes a workspace's trash (delete, restore, purge) only while holding that
-workspace's lock (on SQLite the database write lock, which covers every workspace). So while
-`recover` holds the lock, a trash entry without a committed row can only be a leftover of a
-process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
-and recovery moves it back to the path its journal line names. Recovery runs at start-up, again
-inside a delete that finds its note missing, so a retry on any instance heals a dead instance's
-half-done move; having dealt with every line, it empties the journal. Once this process has
-appended `JOURNAL_RECOVERY_BYTES` to a workspace's journal, the next delete replays the journal
-alone (not the whole trash) before appending. The outcome after any crash is
-"in the trash and consumed" or "untouched and still usable". Nothing is unlinked here:
-everything deleted stays in the trash until it is emptied.
+workspace's lock (on SQLite the database write lock, which covers every workspace), and only when
+the trash's owner marker names the ledger of its transaction (`notes.ownership`: one ledger per
+folder). Each journal line names that ledger. So while `recover` holds the lock, a line of *its*
+ledger whose trash entry has no committed row can only be a leftover of a process that died
+between its rename and its COMMIT (or whose COMMIT's outcome was unknown), and recovery moves it
+back to the path the line names. Lines of any other ledger, or of an earlier version that wrote no
+ledger id, are never acted on: only their own ledger can prove they did not commit
+(`notes.ownership` Rule 1). After COMMIT a second line records the delete as committed, for
+readers that do not hold the ledger.
 
-Before the journal, each entry had a sidecar file `trash/<id>.json`; recovery still reads any
-that an earlier version left, and purging an entry removes its sidecar.
+Recovery runs at start-up, again inside a delete that finds its note missing, so a retry on any
+instance heals a dead instance's half-done move; having dealt with its ledger's lines, it rewrites
+the journal with the rest. Once this process has appended `JOURNAL_RECOVERY_BYTES` to a
+workspace's journal, the next delete replays the journal alone (not the whole trash) before
+appending. The outcome after any crash is "in the trash and consumed" or "untouched and still
+usable". Nothing is unlinked here: everything deleted stays in the trash until it is emptied.
+
+Before the journal, each entry had a sidecar file `trash/<id>.json`, which names no ledger: such an
+entry is left in the trash and reported at recovery; purging an entry removes its sidecar.
+
+Content writes (`rewrite_note`) run in a ledger transaction holding the workspace's lock: the
+replaced content is saved as `.notewarden-history/<version_id>` (`fsroot.keep_version`: a hard link
+to the note's inode, so no copy is written) with its `note_history` row, then the new content is
+swapped in (`fsroot.replace_note`, identity-checked: an editor's write in between makes the swap
+refuse, and the rewrite runs again on the editor's content). A rollback
+removes the saved copy and swaps the previous content back. The index is not told: it notices the
+rename like any editor's (inotify or directory stamps) at its next query, so a write costs the same
+for a large note as for a small one and a burst of edits is indexed once.
 
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
@@ -32,22 +47,32 @@ the portable SQL of `LedgerTxn.execute`.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
 from notewarden.confirm.state import Candidate
-from notewarden.ledger import Durability, LedgerTxn
+from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
+from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
+from notewarden.notes.ownership import (
+    WorkspaceOwnedElsewhere,
+    claim_owner,
+    committed_line,
+    intent_line,
+    parse_journal,
+)
 from notewarden.notes.store import (
+    MERGE_ATTEMPTS,
     NoteContent,
     ProgressSink,
+    Rewrite,
+    Rewritten,
     SearchHit,
     SkippedEntry,
     TrashedNote,
@@ -107,14 +132,37 @@ _SIDECAR = ".json"
 JOURNAL_RECOVERY_BYTES = 256 * 1024
 """Appended by this process to one workspace's journal before it recovers and empties it."""
 _JOURNAL_READ_MAX = 64 * 1024 * 1024
+_HISTORY_READ_MAX = 64 * 1024 * 1024
 
 
 def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
-def _committed(txn: LedgerTxn, workspace: str) -> set[str]:
-    return {row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (workspace,))}
+def _committed(txn: LedgerTxn, trash_ids: Sequence[str]) -> set[str]:
+    """Which of these trash ids have a committed row in the transaction's ledger (whatever the
+    workspace URI they were recorded under: one folder may be named by more than one URI)."""
+    found: set[str] = set()
+    for start in range(0, len(trash_ids), 500):
+        chunk = trash_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        found |= {
+            row[0] for row in txn.execute(f"SELECT trash_id FROM trash WHERE trash_id IN ({marks})", chunk)
+        }
+    return found
+
+
+def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
+    """Refuse to change a trash whose owner marker names another ledger than the transaction's
+    (`notes.ownership` Rule 2); an unmarked folder is marked for it."""
+    try:
+        owner = claim_owner(scope.root, txn.identity)
+    except ValueError as exc:
+        raise WorkspaceOwnedElsewhere(str(scope.workspace), None, txn.identity, str(exc)) from None
+    if owner.ledger_id != txn.identity.ledger_id:
+        raise WorkspaceOwnedElsewhere(
+            str(scope.workspace), owner, txn.identity, "the folder's owner is another ledger now"
+        )
 
 
 def _note(row: IndexedNote) -> Note:
@@ -129,12 +177,23 @@ def _inside(scope: WorkspaceScope, note_id: str) -> str:
 
 class FilesNoteStore:
     def __init__(
-        self, index_path: Path | None = None, *, watch: bool = True, durability: Durability = "normal"
+        self,
+        index_path: Path | None = None,
+        *,
+        ledger: Ledger,
+        watch: bool = True,
+        durability: Durability = "normal",
+        retention: Retention | None = None,
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
-        `durability`: "full" fsyncs each line of the trash journal (power loss), as
-        the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
+        `ledger`: where content writes keep their history rows (with the trash's); `ledger_for`
+        replaces it per workspace once the folders' owners are known (`Services.trash_ledger`), so a
+        folder's history rows live in the one ledger that owns its trash (`notes.ownership`).
+        `durability`: "full" fsyncs each line of the trash journal and each saved version (power
+        loss), as the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
+        self.ledger_for: Callable[[str], Ledger] = lambda _workspace: ledger
+        self.history = HistoryLog(retention or Retention())
         self._sync_trash = durability == "full"
         self._journaled: dict[str, int] = {}
 
@@ -197,29 +256,93 @@ class FilesNoteStore:
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
 
-    def update_note(
-        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
-    ) -> NoteContent:
+    def rewrite_note(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
+    ) -> Rewritten:
+        _inside(scope, note_id)
         scope.root.require_in_place()
-        with self.index.exclusive():  # one updater at a time across this host's server processes
-            current = self.read_note(scope, note_id)
-            if current.data == data:
-                return current  # already there: a retried update, or the same edit made elsewhere
-            if current.version != expected_version:
-                raise VersionConflict(note_id, current.version)
+        for _ in range(MERGE_ATTEMPTS):
             try:
-                identity = scope.root.replace_note(note_id, data, expected=current.note.identity)
-            except IdentityMismatch:  # an editor or sync tool wrote in between
-                raise VersionConflict(note_id, self.read_note(scope, note_id).version) from None
-            self.index.note_changed(str(scope.workspace), scope.root, note_id)
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+                return self._rewrite_once(scope, note_id, rewrite, change)
+            except IdentityMismatch:  # an editor wrote between our read and our swap: read it again
+                continue
+        raise VersionConflict(note_id, self.read_note(scope, note_id).version)
+
+    def _rewrite_once(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, change: Change
+    ) -> Rewritten:
+        root, workspace = scope.root, str(scope.workspace)
+        with self.ledger_for(workspace).critical_section() as txn:
+            txn.lock_workspace(workspace)
+            before = self.read_note(scope, note_id)
+            data = rewrite(before)
+            if data == before.data:
+                return Rewritten(before, before, None)
+            saved = self.history.record(
+                txn,
+                workspace,
+                note_id,
+                version=before.version,
+                size=len(before.data),
+                change=change,
+                body=None,
+            )
+            root.keep_version(
+                note_id, saved.version_id, before.note.identity, before.data, sync=self._sync_trash
+            )
+            txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
+            identity = root.replace_note(note_id, data, expected=before.note.identity)
+            txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
+            pruned = self.history.prune(txn, workspace, note_id)
+        self._purge_saved(root, pruned)
+        return Rewritten(
+            before, NoteContent(Note(note_id, extract_title(data, note_id), identity), data), saved
+        )
+
+    def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
+        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+            entries = self.history.entries(db, str(scope.workspace), _inside(scope, note_id))
+        if not entries:
+            scope.root.stat_note(note_id)  # NoteMissing for a note that is not there either
+        return entries
+
+    def saved_version(
+        self, scope: WorkspaceScope, note_id: str, version_id: str
+    ) -> tuple[HistoryEntry, bytes]:
+        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+            found = self.history.entry(db, str(scope.workspace), _inside(scope, note_id), version_id)
+        if found is None:
+            raise NoteMissing(f"{note_id} has no saved version {version_id!r}; notes_history lists them")
+        return found[0], scope.root.read_history(found[0].version_id, _HISTORY_READ_MAX)
+
+    def select_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, *, saved_before: float
+    ) -> list[HistoryEntry]:
+        return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
+
+    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+        scope.root.require_in_place()
+        version_ids = [e.version_id for e in entries]
+        self.history.delete(txn, str(scope.workspace), version_ids)
+        self._purge_saved(scope.root, version_ids)
+        return len(version_ids)
+
+    @staticmethod
+    def _purge_saved(root: WorkspaceRoot, version_ids: Sequence[str]) -> None:
+        for version_id in version_ids:
+            with suppress(NoteMissing):
+                root.purge_history_entry(version_id)
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
-        root = scope.root
+        root, workspace = scope.root, str(scope.workspace)
         root.require_in_place()
-        entry = root.stat_note(_inside(scope, note_id))
-        identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
-        self.index.note_changed(str(scope.workspace), root, note_id, new_id)
+        with self.ledger_for(workspace).critical_section() as txn:
+            txn.lock_workspace(workspace)
+            entry = root.stat_note(_inside(scope, note_id))
+            identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
+            txn.on_rollback(lambda: root.move_note(new_id, note_id, expected=identity))
+            self.history.follow_move(txn, workspace, note_id, new_id)
+        self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
         return Note(new_id, extract_title(head, new_id), identity)
 
@@ -244,6 +367,7 @@ class FilesNoteStore:
         root = scope.root
         root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         rows = txn.execute(
             "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
         )
@@ -256,6 +380,7 @@ class FilesNoteStore:
         identity = root.restore(trash_id, target)
         txn.on_rollback(lambda: root.quarantine(target, trash_id, identity))
         txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
+        self.history.from_trash(txn, str(scope.workspace), trash_id, target)
         with suppress(NoteMissing):
             root.purge_trash_entry(trash_id + _SIDECAR)
         self.index.note_changed(str(scope.workspace), root, target)
@@ -273,6 +398,7 @@ class FilesNoteStore:
         root = scope.root
         root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         for entry in entries:
             if root.trash_entry(entry.trash_id) != entry.identity:
                 raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
@@ -284,6 +410,7 @@ class FilesNoteStore:
             for name in (entry.trash_id, entry.trash_id + _SIDECAR):
                 with suppress(NoteMissing):
                     root.purge_trash_entry(name)
+            self._purge_saved(root, self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id))
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
         return len(entries)
@@ -299,6 +426,7 @@ class FilesNoteStore:
     ) -> TrashedNote:
         scope.root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         try:
             return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
         except NoteMissing:
@@ -317,13 +445,15 @@ class FilesNoteStore:
     ) -> TrashedNote:
         root = scope.root
         workspace = str(scope.workspace)
+        ledger_id = txn.identity.ledger_id
         if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:  # we hold the lock
-            self._replay_journal(root, workspace, _committed(txn, workspace))
+            self._replay_journal(txn, root, workspace)
         trash_id = _new_trash_id()
         deleted_at = time.time()
-        intent = json.dumps({"trash_id": trash_id, "note_id": candidate.id, "workspace": workspace})
-        root.append_trash_journal(intent.encode() + b"\n", sync=self._sync_trash)
-        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + 1
+        intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
+        root.append_trash_journal(intent, sync=self._sync_trash)
+        committed = committed_line(trash_id, ledger_id)
+        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
         identity = root.quarantine(candidate.id, trash_id, candidate.identity)
 
         def put_back() -> None:
@@ -331,6 +461,7 @@ class FilesNoteStore:
             self.index.note_changed(workspace, root, candidate.id)
 
         txn.on_rollback(put_back)
+        txn.on_commit(lambda: root.append_trash_journal(committed, sync=False))
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
@@ -349,6 +480,7 @@ class FilesNoteStore:
                 identity.mtime_ns,
             ),
         )
+        self.history.to_trash(txn, workspace, candidate.id, trash_id)
         return TrashedNote(
             trash_id=trash_id,
             note_id=candidate.id,
@@ -362,54 +494,56 @@ class FilesNoteStore:
         if root is None:
             raise ValueError(f"the files store needs the directory of {workspace} to recover it")
         txn.lock_workspace(str(workspace))
-        committed = _committed(txn, str(workspace))
+        rows = txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
         recovered = 0
-        for trash_id in sorted(committed):
+        for trash_id in sorted(row[0] for row in rows):
             if root.trash_entry(trash_id) is None:
                 txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
                 with suppress(NoteMissing):
                     root.purge_trash_entry(trash_id + _SIDECAR)
                 recovered += 1
                 logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
-        recovered += self._replay_journal(root, str(workspace), committed)
-        for name in root.list_trash():  # sidecars of earlier versions
-            trash_id = name.removesuffix(_SIDECAR)
-            if trash_id == name or trash_id in committed:
-                continue
-            try:
-                note_id = json.loads(root.read_trash_file(name, 64 * 1024))["note_id"]
-                if not isinstance(note_id, str):
-                    raise TypeError("note_id must be a string")
-            except (ValueError, KeyError, TypeError, FsError):
-                logger.error("unreadable trash sidecar left in place", extra={"entry": name})
-                continue
-            put_back = self._put_back(root, trash_id, note_id)
-            if put_back is not None:
-                recovered += put_back
-                root.purge_trash_entry(name)
+        recovered += self._replay_journal(txn, root, str(workspace))
+        sidecars = [name.removesuffix(_SIDECAR) for name in root.list_trash() if name.endswith(_SIDECAR)]
+        unknown = sorted(set(sidecars) - _committed(txn, sidecars))
+        if unknown:  # an earlier version's records name no ledger: only a person can settle them
+            logger.warning(
+                "trash entries of an earlier version left in the trash: their ledger is unknown",
+                extra={
+                    "workspace": str(workspace),
+                    "trash_ids": ",".join(unknown[:20]),
+                    "count": len(unknown),
+                },
+            )
         return recovered
 
-    def _replay_journal(self, root: WorkspaceRoot, workspace: str, committed: set[str]) -> int:
-        """Move back what the journal names and `committed` does not, then empty the journal but
-        for the lines that could not be acted on. The caller holds the workspace's lock."""
+    def _replay_journal(self, txn: LedgerTxn, root: WorkspaceRoot, workspace: str) -> int:
+        """Settle the journal's lines of the transaction's ledger: move back what did not commit, then
+        rewrite the journal with the lines it could not act on and every other ledger's lines
+        (`notes.ownership` Rule 1). The caller holds the workspace's lock."""
         journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        lines, unreadable = parse_journal(journal)
+        if unreadable:
+            logger.error("unreadable lines of the trash journal dropped", extra={"workspace": workspace})
+        ours = txn.identity.ledger_id
+        committed = _committed(txn, [line.trash_id for line in lines if line.ledger in (ours, None)])
         recovered = 0
         kept: list[bytes] = []
-        for line in journal.splitlines(keepends=True):
-            try:
-                intent = json.loads(line)
-                trash_id, note_id = intent["trash_id"], intent["note_id"]
-                if not isinstance(trash_id, str) or not isinstance(note_id, str):
-                    raise TypeError("trash_id and note_id must be strings")
-            except (ValueError, KeyError, TypeError):
-                logger.error("unreadable line of the trash journal dropped", extra={"workspace": workspace})
-                continue
-            if trash_id in committed:
-                continue
-            put_back = self._put_back(root, trash_id, note_id)
-            recovered += put_back is True
-            if put_back is None:
-                kept.append(line)
+        foreign = 0
+        for line in lines:
+            if line.ledger == ours and line.note_id is not None and line.trash_id not in committed:
+                put_back = self._put_back(root, line.trash_id, line.note_id)
+                recovered += put_back is True
+                if put_back is None:
+                    kept.append(line.raw)
+            elif line.ledger != ours and not (line.ledger is None and line.trash_id in committed):
+                kept.append(line.raw)  # another ledger's (or an unknown one's): only it can settle the line
+                foreign += line.note_id is not None
+        if foreign:
+            logger.info(
+                "trash journal lines of other ledgers left alone",
+                extra={"workspace": workspace, "lines": foreign},
+            )
         if len(journal) < _JOURNAL_READ_MAX:
             root.reset_trash_journal(b"".join(kept))
             self._journaled[workspace] = 0

@@ -399,14 +399,6 @@ class NoteIndex:
 
     # Write-through from this server's own changes
 
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold this process's lock and the database write lock: every server process sharing the
-        state directory waits. The files store runs each update inside it, because the
-        swap-and-verify of `fsroot.replace_note` resolves one racing writer, not several."""
-        with self._lock, self._write():
-            yield
-
     def note_changed(self, workspace: str, root: WorkspaceRoot, *note_ids: str) -> None:
         """Re-read (or drop) these notes now: a tool changed them and the next call must see it."""
         with self._lock, self._write():

@@ -18,7 +18,17 @@ next heading of the same or a higher level (or the end of the note).
 Rule 4: the title is the front matter's `title` (a string), else the text of the first level-1
 heading, else the file stem. Only the first `TITLE_SCAN_BYTES` are looked at.
 
-Rule 5: a note's aliases (Obsidian's other names for it) are the front matter's `aliases`: a list
+Rule 5: a heading is addressed by its text or by a path of texts (`Projects > Atlas`, the last
+components of its `path`), optionally with its ATX marks (`## Atlas`): exact text first, then
+case-insensitively; more than one match is ambiguous, never a guess (`find_heading`).
+
+Rule 6: a front-matter field is edited key by key (`set_front_matter_key`,
+`remove_front_matter_key`): PyYAML's composer gives the exact span of the key's entry, only that
+span is rewritten (the new entry dumped by PyYAML), and the result is read back: the edited key
+must hold the new value and every other key its old one, or the edit is refused. So comments,
+quoting, key order and spacing of the rest of the block stay as they were, byte for byte.
+
+Rule 7: a note's aliases (Obsidian's other names for it) are the front matter's `aliases`: a list
 of strings, or one string; numbers and dates count as their text, anything else is ignored.
 
 Parsing costs about a microsecond per line; `first_h1` parses only up to the first line that
@@ -30,6 +40,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,13 +50,20 @@ from markdown_it import MarkdownIt
 __all__ = [
     "FRONT_MATTER_MAX_BYTES",
     "FrontMatter",
+    "FrontMatterEditError",
     "Heading",
+    "HeadingLookupError",
+    "find_heading",
     "first_h1",
     "headings",
     "json_value",
+    "line_ending",
     "names_of",
+    "remove_front_matter_key",
+    "set_front_matter_key",
     "split_front_matter",
     "title_of",
+    "with_line_ending",
 ]
 
 FRONT_MATTER_MAX_BYTES = 64 * 1024
@@ -54,6 +72,9 @@ JSON_NODES_MAX = 10_000
 """The most values `json_value` produces: YAML aliases can make a small block a huge tree."""
 
 _FENCE = re.compile(r"(?:---|\.\.\.)[ \t]*")
+_LONE_CR = re.compile(r"\r(?!\n)")
+_ALIAS_VALUE = re.compile(r"[ \t]*:[ \t]*\*[^\s,\]}]+")
+_ATX_MARKS = re.compile(r"(#{1,6})[ \t]+(?=\S)")
 _H1_CANDIDATE = re.compile(r"^ {0,3}(?:#(?:[ \t]|$)|=+[ \t]*$)", re.MULTILINE)
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -83,6 +104,27 @@ class Heading:
     """1-based last line of the heading's section."""
     path: tuple[str, ...]
     """The texts of the enclosing headings and this one: ("Projects", "Atlas")."""
+    body_line: int
+    """1-based first line after the heading itself (after a setext heading's underline)."""
+
+    @property
+    def label(self) -> str:
+        """How a person reads it in a list: `L12 ## Atlas`."""
+        return f"L{self.line} {'#' * self.level} {self.text}"
+
+
+class HeadingLookupError(LookupError):
+    """No heading, or more than one, answers to a query (Rule 5); `matches` are the ambiguous ones."""
+
+    def __init__(self, query: str, matches: Sequence[Heading]) -> None:
+        what = "matches more than one heading" if matches else "matches no heading"
+        super().__init__(f"heading {query!r} {what}")
+        self.query = query
+        self.matches = tuple(matches)
+
+
+class FrontMatterEditError(ValueError):
+    """The front matter cannot be edited key by key (Rule 6); the message says why."""
 
 
 def split_front_matter(text: str) -> FrontMatter | None:
@@ -160,24 +202,56 @@ def headings(text: str) -> list[Heading]:
     """Every top-level heading of the note, in order, with its section's extent (Rules 2, 3)."""
     body, offset, _ = _body(text)
     total = offset + _line_count(body)
-    found: list[tuple[int, str, int]] = []
-    tokens = _PARSER.parse(body)
+    found: list[tuple[int, str, int, int]] = []
+    # CommonMark also ends a line at a lone CR; lines here end at LF only, so a lone CR is read as
+    # a space (same length), keeping markdown-it's line numbers equal to ours.
+    tokens = _PARSER.parse(_LONE_CR.sub(" ", body) if "\r" in body else body)
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map is not None:
-            found.append((int(token.tag[1]), tokens[i + 1].content.strip(), token.map[0] + offset + 1))
+            start, stop = token.map
+            found.append(
+                (int(token.tag[1]), tokens[i + 1].content.strip(), start + offset + 1, stop + offset + 1)
+            )
     result: list[Heading] = []
     stack: list[tuple[int, str]] = []
-    for n, (level, title, line) in enumerate(found):
+    for n, (level, title, line, body_line) in enumerate(found):
         end = total
-        for later_level, _, later_line in found[n + 1 :]:
+        for later_level, _, later_line, _ in found[n + 1 :]:
             if later_level <= level:
                 end = later_line - 1
                 break
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        result.append(Heading(level, title, line, end, tuple(t for _, t in stack)))
+        result.append(Heading(level, title, line, end, tuple(t for _, t in stack), body_line))
     return result
+
+
+def find_heading(found: Sequence[Heading], query: str) -> Heading:
+    """The one heading `query` names (Rule 5), else `HeadingLookupError`."""
+    wanted = query.strip()
+    level = None
+    marks = _ATX_MARKS.match(wanted)
+    if marks:
+        level, wanted = len(marks.group(1)), wanted[marks.end() :]
+    readings: list[tuple[str, ...]] = [(wanted,)]
+    if ">" in wanted:
+        readings.append(tuple(part.strip() for part in wanted.split(">")))
+    for fold in (False, True):
+        for parts in readings:
+            norm = tuple(p.casefold() for p in parts) if fold else parts
+            matches = [
+                h
+                for h in found
+                if (level is None or h.level == level)
+                and len(h.path) >= len(norm)
+                and tuple(p.casefold() if fold else p for p in h.path[len(h.path) - len(norm) :]) == norm
+            ]
+            if len(matches) == 1:
+                return matches[0]
+            if matches:
+                raise HeadingLookupError(query, matches)
+    raise HeadingLookupError(query, ())
 
 
 def first_h1(text: str) -> str | None:
@@ -206,7 +280,7 @@ def title_of(text: str, stem: str) -> str:
 
 
 def names_of(text: str, stem: str) -> tuple[str, tuple[str, ...]]:
-    """The note's title (Rule 4) and aliases (Rule 5), from one read of its front matter."""
+    """The note's title (Rule 4) and aliases (Rule 7), from one read of its front matter."""
     front = split_front_matter(text)
     data = front.data if front is not None and front.data is not None else {}
     title = _scalar_text(data.get("title"))
@@ -229,3 +303,155 @@ def _line_count(text: str) -> int:
     if not text:
         return 0
     return text.count("\n") + (not text.endswith("\n"))
+
+
+def line_ending(text: str) -> str:
+    """The note's line ending: CRLF when its first line ends so, else LF."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def with_line_ending(text: str, eol: str) -> str:
+    """`text` with its bare LFs written as `eol`."""
+    return re.sub(r"(?<!\r)\n", "\r\n", text) if eol == "\r\n" else text
+
+
+def set_front_matter_key(text: str, key: str, value: Any) -> str:
+    """`text` with the front matter's top-level `key` set to `value` (JSON data), the block or the
+    key added where missing (Rule 6). `FrontMatterEditError` when that cannot be done exactly."""
+    eol = line_ending(text)
+    front = split_front_matter(text)
+    if front is None:
+        return with_line_ending("---\n" + _dump_entry(key, value, flow=False) + "---\n", eol) + text
+    entries, column = _entries(front)
+    found = _entry(entries, key)
+    raw = front.raw
+    if found is None:
+        addition = _indented(with_line_ending(_dump_entry(key, value, flow=False), eol), column)
+        new_raw = raw + ("" if not raw or raw.endswith("\n") else eol) + addition
+    else:
+        start, stop, comment, flow = found
+        entry = _indented(with_line_ending(_dump_entry(key, value, flow=flow), eol), column)
+        if comment:
+            entry = entry[: -len(eol)] + comment + eol
+        new_raw = raw[:start] + entry + raw[stop:]
+    return _replace_raw(text, front, new_raw, key, value)
+
+
+def remove_front_matter_key(text: str, key: str) -> str:
+    """`text` without the front matter's top-level `key`: its whole entry, lines and all (Rule 6)."""
+    front = split_front_matter(text)
+    if front is None:
+        raise FrontMatterEditError(f"the note has no front matter, so no key {key!r}")
+    entries, _ = _entries(front)
+    found = _entry(entries, key)
+    if found is None:
+        keys = ", ".join(repr(k) for k, *_ in entries) or "none"
+        raise FrontMatterEditError(f"the front matter has no key {key!r}; its keys: {keys}")
+    start, stop, _, _ = found
+    return _replace_raw(text, front, front.raw[:start] + front.raw[stop:], key, _REMOVED)
+
+
+_REMOVED = object()
+_Entry = tuple[str, int, int, str, bool]
+"""(key, start, stop, comment kept on a rewrite, value written in flow style)"""
+
+
+def _entries(front: FrontMatter) -> tuple[list[_Entry], int]:
+    """Every top-level entry of a block mapping with its span in `front.raw`, and the mapping's column."""
+    if front.error is not None:
+        raise FrontMatterEditError(f"{front.error}; fix it first (notes_update)")
+    raw = front.raw
+    try:
+        node = yaml.compose(raw, Loader=yaml.SafeLoader)  # the pure-Python loader: marks are offsets
+    except yaml.YAMLError as exc:
+        raise FrontMatterEditError(f"front matter is not valid YAML: {exc}") from None
+    if node is None:
+        return [], 0
+    if not isinstance(node, yaml.MappingNode) or node.flow_style:
+        raise FrontMatterEditError(
+            "front matter is not a block mapping (one `key: value` per line); edit it with notes_update"
+        )
+    entries: list[_Entry] = []
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        begin = key_node.start_mark.index
+        start = raw.rfind("\n", 0, begin) + 1
+        if value_node.start_mark.index < begin:  # an alias: the node is the anchor's, written earlier
+            alias = _ALIAS_VALUE.match(raw, key_node.end_mark.index)
+            line_end = raw.find("\n", begin)
+            end = alias.end() if alias else len(raw) if line_end < 0 else line_end
+        else:
+            end = _last_char(value_node)
+        if end == 0 or raw[end - 1] == "\n":
+            stop, rest = end, ""
+        else:
+            line_end = raw.find("\n", end)
+            stop = len(raw) if line_end < 0 else line_end + 1
+            rest = raw[end : len(raw) if line_end < 0 else line_end].rstrip("\r")
+        comment = rest if rest.lstrip().startswith("#") and rest[:1].isspace() else ""
+        flow = isinstance(value_node, yaml.CollectionNode) and bool(value_node.flow_style)
+        entries.append((str(key_node.value), start, stop, comment, flow))
+    return entries, node.start_mark.column
+
+
+def _last_char(node: yaml.Node) -> int:
+    """Where the text of a value ends: its last scalar, not the next key (a block collection's own
+    end mark lies past trailing comments and blank lines)."""
+    if isinstance(node, yaml.CollectionNode) and not node.flow_style:
+        children: list[yaml.Node] = []
+        for child in node.value:
+            children.extend(child if isinstance(child, tuple) else (child,))
+        ends = [_last_char(c) for c in children if c.start_mark.index >= node.start_mark.index]
+        return max([node.start_mark.index, *ends])
+    return int(node.end_mark.index)
+
+
+def _entry(entries: list[_Entry], key: str) -> tuple[int, int, str, bool] | None:
+    spans = [(start, stop, comment, flow) for k, start, stop, comment, flow in entries if k == key]
+    if len(spans) > 1:
+        raise FrontMatterEditError(f"the front matter has the key {key!r} {len(spans)} times; fix it first")
+    return spans[0] if spans else None
+
+
+def _dump_entry(key: str, value: Any, *, flow: bool) -> str:
+    return str(
+        yaml.safe_dump(
+            {key: value},
+            allow_unicode=True,
+            sort_keys=False,
+            default_flow_style=None if flow else False,
+            width=1 << 30,
+        )
+    )
+
+
+def _indented(entry: str, column: int) -> str:
+    if not column:
+        return entry
+    return "".join(" " * column + line for line in entry.splitlines(keepends=True))
+
+
+def _replace_raw(text: str, front: FrontMatter, new_raw: str, key: str, value: Any) -> str:
+    """`text` with the block's content replaced, after checking the new block reads as intended."""
+    data, error = _load(new_raw)
+    if error is not None or data is None or front.data is None:
+        raise FrontMatterEditError(
+            f"the edited front matter would not read back ({error}); nothing was changed"
+        )
+    try:
+        before, after = json_value(front.data), json_value(data)
+        wanted = json_value(value) if value is not _REMOVED else _REMOVED
+    except ValueError as exc:
+        raise FrontMatterEditError(str(exc)) from None
+    expected = {k: v for k, v in before.items() if k != key}
+    if wanted is not _REMOVED:
+        expected[key] = wanted
+    if after != expected:
+        raise FrontMatterEditError(
+            f"editing {key!r} key by key would change other keys (anchors, aliases or merge keys?); "
+            "edit the front matter with notes_update"
+        )
+    start = text.index("\n") + 1
+    return text[:start] + new_raw + text[start + len(front.raw) :]

@@ -23,6 +23,10 @@ integers:
     size      the body's length in bytes
 
 so a note edited or replaced since round 1 fails the DELETE's match and nothing is deleted.
+
+A content write (`rewrite_note`) saves the replaced body as a `note_history` row (`notes.history`)
+in the transaction that updates the note, guarded by the row's version so that a writer outside
+notewarden in between makes it run the rewrite again on that writer's body.
 """
 
 from __future__ import annotations
@@ -37,10 +41,14 @@ from typing import Any
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.schema import SchemaComponent
+from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_names, matched_name
 from notewarden.notes.store import (
+    MERGE_ATTEMPTS,
     NoteContent,
     ProgressSink,
+    Rewrite,
+    Rewritten,
     SearchHit,
     SkippedEntry,
     TrashedNote,
@@ -168,6 +176,10 @@ def _note(path: str, head: str, row_id: int, version: int, modified_ns: int, siz
     return Note(id=path, title=title, identity=_identity(row_id, version, modified_ns, size), aliases=aliases)
 
 
+class _Overtaken(Exception):
+    """The row changed between this transaction's read and its update."""
+
+
 def _word_starts(text: str, term: str) -> list[int]:
     """Where `term` starts a word of `text` (the files index's prefix rule: `rep` finds "report")."""
     return [m.start() for m in re.finditer(r"(?<!\w)" + re.escape(term), text)]
@@ -180,8 +192,9 @@ class SqlNoteStore:
     with the same rules as the files store's index; fine for thousands of notes per workspace.
     """
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, *, retention: Retention | None = None) -> None:
         self._ledger = ledger
+        self.history = HistoryLog(retention or Retention())
 
     def close(self) -> None:
         """Nothing of its own: the ledger owns the connections."""
@@ -293,21 +306,74 @@ class SqlNoteStore:
             _note(note_id, body[:TITLE_SCAN_BYTES], row_id, version, modified_ns, len(data)), data
         )
 
-    def update_note(
-        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
-    ) -> NoteContent:
-        body = _text(data)
-        with self._ledger.critical_section() as txn:
-            current = self._read(txn, scope, note_id)
-            if current.data == data:
-                return current  # already there: a retried update, or the same edit made elsewhere
-            if current.version != expected_version:
-                raise VersionConflict(note_id, current.version)
-            txn.execute(
-                "UPDATE notes SET body = ? WHERE workspace = ? AND path = ? AND version = ?",
-                (body, str(scope.workspace), note_id, current.note.identity.dev),
-            )
-            return self._read(txn, scope, note_id)
+    def rewrite_note(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
+    ) -> Rewritten:
+        workspace = str(scope.workspace)
+        for _ in range(MERGE_ATTEMPTS):
+            try:
+                with self._ledger.critical_section() as txn:
+                    txn.lock_workspace(workspace)
+                    before = self._read(txn, scope, note_id)
+                    data = rewrite(before)
+                    if data == before.data:
+                        return Rewritten(before, before, None)
+                    saved = self.history.record(
+                        txn,
+                        workspace,
+                        note_id,
+                        version=before.version,
+                        size=len(before.data),
+                        change=change,
+                        body=before.data.decode(),
+                    )
+                    if not txn.execute(
+                        "UPDATE notes SET body = ? WHERE workspace = ? AND path = ? AND version = ? RETURNING id",
+                        (_text(data), workspace, note_id, before.note.identity.dev),
+                    ):
+                        raise _Overtaken  # a writer outside notewarden: roll back, read it again
+                    self.history.prune(txn, workspace, note_id)
+                    ((row_id, version, modified_ns),) = txn.execute(  # as the trigger left it; not the body
+                        "SELECT id, version, modified_ns FROM notes WHERE workspace = ? AND path = ?",
+                        (workspace, note_id),
+                    )
+                    after = _note(
+                        note_id,
+                        data[:TITLE_SCAN_BYTES].decode("utf-8", "replace"),
+                        row_id,
+                        version,
+                        modified_ns,
+                        len(data),
+                    )
+                    return Rewritten(before, NoteContent(after, data), saved)
+            except _Overtaken:
+                continue
+        raise VersionConflict(note_id, self.read_note(scope, note_id).version)
+
+    def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
+        with self._ledger.snapshot() as db:
+            entries = self.history.entries(db, str(scope.workspace), _inside(scope, note_id))
+            if not entries:
+                self._read(db, scope, note_id)  # NoteMissing for a note that is not there either
+        return entries
+
+    def saved_version(
+        self, scope: WorkspaceScope, note_id: str, version_id: str
+    ) -> tuple[HistoryEntry, bytes]:
+        with self._ledger.snapshot() as db:
+            found = self.history.entry(db, str(scope.workspace), _inside(scope, note_id), version_id)
+        if found is None or found[1] is None:
+            raise NoteMissing(f"{note_id} has no saved version {version_id!r}; notes_history lists them")
+        return found[0], found[1].encode()
+
+    def select_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, *, saved_before: float
+    ) -> list[HistoryEntry]:
+        return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
+
+    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+        self.history.delete(txn, str(scope.workspace), [e.version_id for e in entries])
+        return len(entries)
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
         with self._ledger.critical_section() as txn:
@@ -321,6 +387,7 @@ class SqlNoteStore:
                 "UPDATE notes SET path = ? WHERE workspace = ? AND path = ?",
                 (new_id, str(scope.workspace), note_id),
             )
+            self.history.follow_move(txn, str(scope.workspace), note_id, new_id)
             return self._read(txn, scope, new_id).note
 
     # --- the trash: every change inside the ledger's transaction --------------------------------
@@ -365,6 +432,7 @@ class SqlNoteStore:
                 deleted_at,
             ),
         )
+        self.history.to_trash(txn, workspace, note_id, trash_id)
         identity = _identity(candidate.identity.ino, candidate.identity.dev, modified_ns, size)
         return TrashedNote(trash_id, note_id, candidate.title, deleted_at, size, identity)
 
@@ -403,6 +471,7 @@ class SqlNoteStore:
         if not restored:
             raise NoteExists(f"a note {target!r} already exists in {scope.uri}; restore it under another id")
         txn.execute("DELETE FROM notes_trash WHERE trash_id = ?", (trash_id,))
+        self.history.from_trash(txn, str(scope.workspace), trash_id, target)
         return self._read(txn, scope, target).note
 
     def purge_trash(
@@ -422,6 +491,7 @@ class SqlNoteStore:
                 "DELETE FROM notes_trash WHERE trash_id = ? AND workspace = ?",
                 (entry.trash_id, str(scope.workspace)),
             )
+            self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id)
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
         return len(entries)

@@ -8,33 +8,48 @@ that a store sharing the ledger's database writes its rows in the same transacti
 the claim, and a store that cannot (files) registers an undo step to run on rollback.
 
 Every trash mutation (move to trash, restore, purge) runs inside that transaction; writes
-that never touch the trash (create, update, move) do not need it. A note's version is
+that never touch the trash (create, rewrite, move) open their own. A note's version is
 `model.content_version` of its bytes in every store, so clients see one meaning.
 Note ids outside `scope.subtree` are refused with `fsroot.PathRejected`.
+
+Every write that replaces content goes through `rewrite_note`, which keeps the replaced content
+in the note's history (`notes.history`) and resolves a concurrent writer by calling the rewrite
+again on the content that writer left (so an edit anchored on content merges, and one that
+expects a version conflicts). A caller that rewrites notes (an edit, a revert, a move that fixes
+links) passes a function from the current content to the new bytes and a `history.Change`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
+from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, content_version
 from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
 __all__ = [
+    "MERGE_ATTEMPTS",
     "NoteContent",
     "NoteStore",
     "ProgressSink",
+    "Rewrite",
+    "Rewritten",
     "SearchHit",
     "SkippedEntry",
     "TrashedNote",
     "VersionConflict",
+    "replace_with",
 ]
+
+MERGE_ATTEMPTS = 3
+"""How often `rewrite_note` reads and rewrites again when another writer keeps changing the note."""
 
 ProgressSink = Callable[[float, float | None, str], None]
 """(done, total, message): called from the worker thread while a long operation runs."""
@@ -59,13 +74,14 @@ class SkippedEntry:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class NoteContent:
     note: Note
     data: bytes
 
-    @property
+    @cached_property
     def version(self) -> str:
+        """Computed once: a digest of a large note is not free (0.6 ms per MiB)."""
         return content_version(self.data)
 
 
@@ -87,6 +103,30 @@ class VersionConflict(Exception):
         )
         self.note_id = note_id
         self.current_version = current_version
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    before: NoteContent
+    after: NoteContent
+    saved: HistoryEntry | None
+    """The history entry `before` was saved as; None when nothing was written (already `after`)."""
+
+
+Rewrite = Callable[[NoteContent], bytes]
+"""The current content -> the new bytes; raising refuses the write (nothing is written)."""
+
+
+def replace_with(data: bytes, expected_version: str | None) -> Rewrite:
+    """A whole-content write (`notes_update`, `notes_revert`): only over `expected_version` (None: over
+    whatever is there), except that content already equal to `data` is no conflict (a retry)."""
+
+    def rewrite(current: NoteContent) -> bytes:
+        if expected_version is not None and current.data != data and current.version != expected_version:
+            raise VersionConflict(current.note.id, current.version)
+        return data
+
+    return rewrite
 
 
 class NoteStore(Protocol):
@@ -163,11 +203,34 @@ class NoteStore(Protocol):
         """Create exclusively (`fsroot.NoteExists` if the id is taken); missing folders are made."""
         ...
 
-    def update_note(
-        self, scope: WorkspaceScope, note_id: str, data: bytes, *, expected_version: str
-    ) -> NoteContent:
-        """Replace the content if the note is still at `expected_version`, else `VersionConflict`
-        with the current one. Writing what is already there succeeds (a retry is harmless)."""
+    def rewrite_note(
+        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
+    ) -> Rewritten:
+        """Replace the content with `rewrite(current)`, saving `current` in the note's history, in one
+        step against every other writer: when the note changed between the read and the write,
+        `rewrite` runs again on what is there now (at most `MERGE_ATTEMPTS` times, then
+        `VersionConflict`). Bytes equal to the current content write nothing."""
+        ...
+
+    def note_history(self, scope: WorkspaceScope, note_id: str) -> Sequence[HistoryEntry]:
+        """The note's saved versions, newest first (`fsroot.NoteMissing` when it has neither a history
+        nor a current content)."""
+        ...
+
+    def saved_version(
+        self, scope: WorkspaceScope, note_id: str, version_id: str
+    ) -> tuple[HistoryEntry, bytes]:
+        """One saved version and its bytes; `fsroot.NoteMissing` when the note has no such version."""
+        ...
+
+    def select_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, *, saved_before: float
+    ) -> Sequence[HistoryEntry]:
+        """Every saved version of the scope's notes (not those in the trash) saved before the bound."""
+        ...
+
+    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+        """Delete these saved versions for good; returns how many."""
         ...
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:

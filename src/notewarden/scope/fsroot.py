@@ -6,7 +6,8 @@ resolves every note path relative to that fd. Linux only.
 Rule 1: note paths are relative POSIX paths of plain names joined by single slashes: UTF-8 (no lone
 surrogates), no NUL or other control characters, no backslash, no empty, ``.`` or ``..`` component, no
 leading or trailing slash, each component at most 255 bytes, the whole path at most 4095 bytes. The trash
-directory ``.notewarden-trash`` (first component) and names starting with ``.nw-tmp-`` are reserved.
+directory ``.notewarden-trash`` and the history directory ``.notewarden-history`` (first component) and
+names starting with ``.nw-tmp-`` are reserved.
 Anything else raises ``PathRejected`` before any system call is made.
 
 Rule 2: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
@@ -36,9 +37,13 @@ with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the ex
 if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREPLACE)`` and compare
 identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
-anything; only ``purge_trash_entry`` deletes, and only inside the trash directory. The one file
-appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW | O_NONBLOCK``, and only while
-it is a regular file of the service.
+anything; only ``purge_trash_entry`` and ``purge_history_entry`` delete, and only inside the trash and
+history directories. The one file appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW |
+O_NONBLOCK``, and only while it is a regular file of the service. Names starting with ``~`` in the
+trash are its records (the journal, the owner marker ``~owner``), never entries; a record is replaced
+by writing a temp file and renaming it over, or created exclusively by linking it into place. A
+history entry is a hard link to the inode of the version it saves (``linkat`` without following,
+identity-checked), or a copy created with ``O_EXCL``; neither is ever written again.
 
 Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
 can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
@@ -81,11 +86,13 @@ from types import TracebackType
 from typing import Final
 
 __all__ = [
+    "HISTORY_DIR_NAME",
     "NOTE_SUFFIXES",
     "SKIPPED_OTHER_FILESYSTEM",
     "SKIPPED_SYMLINK",
     "TRASH_DIR_NAME",
     "TRASH_JOURNAL_NAME",
+    "TRASH_OWNER_NAME",
     "DirListing",
     "DirStamp",
     "EscapeBlocked",
@@ -108,6 +115,10 @@ logger = logging.getLogger(__name__)
 TRASH_DIR_NAME: Final = ".notewarden-trash"
 TRASH_JOURNAL_NAME: Final = "~intents"
 """In the trash directory; not a valid trash name, so never listed or purged as an entry."""
+TRASH_OWNER_NAME: Final = "~owner"
+"""In the trash directory: which ledger owns this trash (`notes.ownership`); a record, like the journal."""
+HISTORY_DIR_NAME: Final = ".notewarden-history"
+"""Saved versions of notes, one file per version (``notes.history``), named like trash entries."""
 NOTE_SUFFIXES: Final = (".md", ".markdown")
 TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
@@ -258,7 +269,14 @@ def split_relative(path: str) -> tuple[str, ...]:
             raise PathRejected(f"note path {path!r}: names starting with {TMP_PREFIX!r} are reserved")
     if parts[0] == TRASH_DIR_NAME:
         raise PathRejected(f"note path {path!r}: {TRASH_DIR_NAME!r} is reserved for the trash")
+    if parts[0] == HISTORY_DIR_NAME:
+        raise PathRejected(f"note path {path!r}: {HISTORY_DIR_NAME!r} is reserved for version history")
     return parts
+
+
+def _check_record_name(name: str) -> None:
+    if name not in (TRASH_JOURNAL_NAME, TRASH_OWNER_NAME):
+        raise PathRejected(f"{name!r} is not a trash record")
 
 
 def _check_trash_name(name: str) -> str:
@@ -952,33 +970,36 @@ class WorkspaceRoot:
     # Trash
 
     def _open_trash(self, *, create: bool) -> int:
-        """Open the trash held by fd: a real 0700 directory of this uid on the workspace's mount."""
+        return self._open_private_dir(TRASH_DIR_NAME, "trash directory", create=create)
+
+    def _open_private_dir(self, name: str, display: str, *, create: bool) -> int:
+        """Open a service directory held by fd (the trash, the history): a real 0700 directory of this
+        uid on the workspace's mount."""
         root = self._root()
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        display = "trash directory"
         for attempt in (0, 1):
             try:
-                fd = os.open(TRASH_DIR_NAME, flags, dir_fd=root)
+                fd = os.open(name, flags, dir_fd=root)
                 break
             except FileNotFoundError:
                 if not create or attempt:
-                    raise NoteMissing("the trash directory does not exist") from None
+                    raise NoteMissing(f"the {display} does not exist") from None
                 try:
-                    os.mkdir(TRASH_DIR_NAME, 0o700, dir_fd=root)
+                    os.mkdir(name, 0o700, dir_fd=root)
                 except FileExistsError:
                     pass
                 except OSError as exc:
                     raise _generic(display, exc) from exc
             except OSError as exc:
-                err = self._classify_step(root, TRASH_DIR_NAME, exc, display)
+                err = self._classify_step(root, name, exc, display)
                 if isinstance(err, NoteMissing):
-                    err = FsError(f"{TRASH_DIR_NAME!r} exists but is not a directory; move it away")
+                    err = FsError(f"{name!r} exists but is not a directory; move it away")
                 raise err from exc
         try:
             st = os.fstat(fd)
             self._check_same_mount(fd, display)
             if st.st_uid != os.geteuid():
-                raise FsError("trash directory is owned by another user; it must belong to the service")
+                raise FsError(f"{display} is owned by another user; it must belong to the service")
             if stat.S_IMODE(st.st_mode) != 0o700:
                 os.fchmod(fd, 0o700)
         except BaseException:
@@ -1090,7 +1111,7 @@ class WorkspaceRoot:
         allocates no inode, unlike a file per entry (which cost 11-287 µs of kernel CPU per delete on
         these machines' ext4, docs/performance.md). With ``sync`` the line is fsynced, and the trash
         directory too when this call created the journal (survives power loss)."""
-        fd = self._open_journal(os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
+        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
         assert fd is not None  # with create, a missing journal is created, not None
         try:
             if os.write(fd, line) != len(line):
@@ -1104,17 +1125,11 @@ class WorkspaceRoot:
 
     def read_trash_journal(self, max_bytes: int) -> bytes:
         """The intent journal's first ``max_bytes`` (empty when there is no trash or no journal)."""
-        fd = self._open_journal(os.O_RDONLY)
-        if fd is None:
-            return b""
-        try:
-            return _read_fd(fd, max_bytes, False, "trash journal")
-        finally:
-            os.close(fd)
+        return self.read_trash_record(TRASH_JOURNAL_NAME, max_bytes) or b""
 
     def reset_trash_journal(self, keep: bytes = b"") -> None:
         """Empty the intent journal once recovery has dealt with its lines, but for ``keep``."""
-        fd = self._open_journal(os.O_WRONLY)
+        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY)
         if fd is None:
             return
         try:
@@ -1124,10 +1139,52 @@ class WorkspaceRoot:
         finally:
             os.close(fd)
 
-    def _open_journal(self, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
-        """The intent journal, opened beneath the trash fd and checked to be a regular file of the
-        service; None when there is no trash or no journal and ``create`` is false. A journal this
-        call creates has its directory entry fsynced when ``sync``."""
+    def read_trash_record(self, name: str, max_bytes: int) -> bytes | None:
+        """The first ``max_bytes`` of a trash record (a ``~`` name), or None when it does not exist."""
+        fd = self._open_record(name, os.O_RDONLY)
+        if fd is None:
+            return None
+        try:
+            return _read_fd(fd, max_bytes, False, name)
+        finally:
+            os.close(fd)
+
+    def write_trash_record(self, name: str, data: bytes, *, replace: bool) -> bool:
+        """Write a whole trash record, fsynced, creating the trash if needed. ``replace=False`` creates
+        it only if it does not exist (False when it did: another process was first); ``replace=True``
+        renames the new content over the old. Readers see the old record or the new one, never a part."""
+        _check_record_name(name)
+        tfd = self._open_trash(create=True)
+        try:
+            tmp = f"{name}{TMP_PREFIX}{secrets.token_hex(6)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _JOURNAL_OPEN, 0o600, dir_fd=tfd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                if replace:
+                    os.rename(tmp, name, src_dir_fd=tfd, dst_dir_fd=tfd)
+                    return True
+                os.link(tmp, name, src_dir_fd=tfd, dst_dir_fd=tfd, follow_symlinks=False)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=tfd)
+                _fsync_dir(tfd)
+        except OSError as exc:
+            raise _generic(f"trash record {name!r}", exc) from exc
+        finally:
+            os.close(tfd)
+
+    def _open_record(self, name: str, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
+        """A trash record (the journal, the owner marker), opened beneath the trash fd and checked to
+        be a regular file of the service; None when there is no trash or no such record and ``create``
+        is false. A record this call creates has its directory entry fsynced when ``sync``."""
+        _check_record_name(name)
         try:
             tfd = self._open_trash(create=create)
         except NoteMissing:
@@ -1137,46 +1194,57 @@ class WorkspaceRoot:
         try:
             flags |= _JOURNAL_OPEN
             try:
-                fd = os.open(TRASH_JOURNAL_NAME, flags, dir_fd=tfd)
+                fd = os.open(name, flags, dir_fd=tfd)
             except FileNotFoundError:
                 if not create:
                     return None
-                fd = os.open(TRASH_JOURNAL_NAME, flags | os.O_CREAT, 0o600, dir_fd=tfd)
+                fd = os.open(name, flags | os.O_CREAT, 0o600, dir_fd=tfd)
                 if sync:
                     _fsync_dir(tfd)
             except OSError as exc:
                 if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a directory
-                    raise NotARegularFile("trash journal: is not a regular file; move it away") from exc
-                raise self._classify_step(tfd, TRASH_JOURNAL_NAME, exc, "trash journal") from exc
+                    raise NotARegularFile(
+                        f"trash record {name!r}: is not a regular file; move it away"
+                    ) from exc
+                raise self._classify_step(tfd, name, exc, f"trash record {name!r}") from exc
         finally:
             os.close(tfd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
             os.close(fd)
-            raise NotARegularFile("trash journal: is not a regular file of the service; move it away")
+            raise NotARegularFile(
+                f"trash record {name!r}: is not a regular file of the service; move it away"
+            )
         return fd
 
     def read_trash_file(self, trash_name: str, max_bytes: int) -> bytes:
-        _check_trash_name(trash_name)
-        display = f"trash entry {trash_name!r}"
-        tfd = self._open_trash(create=False)
+        return self._read_private(TRASH_DIR_NAME, "trash", trash_name, max_bytes)
+
+    def purge_trash_entry(self, trash_name: str) -> None:
+        """Permanently delete one trash entry (unlinkat in the trash fd; never follows, never recurses)."""
+        self._purge_private(TRASH_DIR_NAME, "trash", trash_name)
+
+    def _read_private(self, directory: str, what: str, name: str, max_bytes: int) -> bytes:
+        """A whole file of a service directory (the trash, the history); ``NoteMissing`` when absent."""
+        _check_trash_name(name)
+        display = f"{what} entry {name!r}"
+        dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            self._lstat_leaf(tfd, trash_name, display)
-            fd = os.open(trash_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=tfd)
+            self._lstat_leaf(dfd, name, display)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         finally:
-            os.close(tfd)
+            os.close(dfd)
         try:
             return _read_fd(fd, max_bytes, True, display)
         finally:
             os.close(fd)
 
-    def purge_trash_entry(self, trash_name: str) -> None:
-        """Permanently delete one trash entry (unlinkat in the trash fd; never follows, never recurses)."""
-        _check_trash_name(trash_name)
-        display = f"trash entry {trash_name!r}"
-        tfd = self._open_trash(create=False)
+    def _purge_private(self, directory: str, what: str, name: str) -> None:
+        _check_trash_name(name)
+        display = f"{what} entry {name!r}"
+        dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            os.unlink(trash_name, dir_fd=tfd)
+            os.unlink(name, dir_fd=dfd)
         except FileNotFoundError:
             raise NoteMissing(f"{display}: does not exist") from None
         except IsADirectoryError:
@@ -1184,7 +1252,98 @@ class WorkspaceRoot:
         except OSError as exc:
             raise _generic(display, exc) from exc
         finally:
-            os.close(tfd)
+            os.close(dfd)
+
+    # History (``notes.history``): saved versions, created exclusively, read back, purged
+
+    def _open_history(self, *, create: bool) -> int:
+        return self._open_private_dir(HISTORY_DIR_NAME, "history directory", create=create)
+
+    def keep_version(self, path: str, name: str, expected: FileIdentity, data: bytes, *, sync: bool) -> None:
+        """Save the note at ``path``, which must still be ``expected`` (its bytes being ``data``), as the
+        history entry ``name`` (the history directory is created on first use; nothing is replaced).
+
+        A note with no other name is hard-linked, not copied: the write that then swaps new content
+        in (``replace_note``) leaves the old inode to the history alone, so saving a version costs the
+        same for a large note as for a small one. The linked entry must still be ``expected``, else it
+        is removed and IdentityMismatch raised. A note with other hard links (whose in-place edits
+        would reach the entry), or one the kernel will not link, is copied from ``data``. With
+        ``sync`` the entry and the directory are fsynced (survives power loss)."""
+        parts = split_relative(path)
+        _check_trash_name(name)
+        display = f"history entry {name!r}"
+        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        try:
+            st = self._lstat_leaf(pfd, parts[-1], path)
+            if FileIdentity.of(st) != expected:
+                raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
+            hfd = self._open_history(create=True)
+            try:
+                if st.st_nlink == 1 and self._link_version(pfd, parts[-1], hfd, name, expected, path):
+                    if sync:
+                        fd = os.open(
+                            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=hfd
+                        )
+                        try:
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                else:
+                    self._write_version(hfd, name, data, sync=sync, display=display)
+                if sync:
+                    _fsync_dir(hfd)
+            finally:
+                os.close(hfd)
+        finally:
+            os.close(pfd)
+
+    def _link_version(
+        self, pfd: int, leaf: str, hfd: int, name: str, expected: FileIdentity, display: str
+    ) -> bool:
+        """Hard-link the note into the history; False when the kernel refuses (then copy)."""
+        try:
+            os.link(leaf, name, src_dir_fd=pfd, dst_dir_fd=hfd, follow_symlinks=False)
+        except FileExistsError:
+            raise NoteExists(f"history entry {name!r}: already exists") from None
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+                return False  # e.g. fs.protected_hardlinks and a note of another user
+            raise _generic(display, exc) from exc
+        try:
+            linked = os.stat(name, dir_fd=hfd, follow_symlinks=False)
+        except OSError:
+            linked = None
+        if linked is None or not stat.S_ISREG(linked.st_mode) or FileIdentity.of(linked) != expected:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=hfd)
+            raise IdentityMismatch(f"{display}: changed since it was read; re-read it and retry")
+        return True
+
+    def _write_version(self, hfd: int, name: str, data: bytes, *, sync: bool, display: str) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=hfd)
+        except FileExistsError:
+            raise NoteExists(f"{display}: already exists") from None
+        except OSError as exc:
+            raise _generic(display, exc) from exc
+        try:
+            _write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            self._unlink_if_same(hfd, name, os.fstat(fd))
+            raise _generic(display, exc) from exc
+        finally:
+            os.close(fd)
+
+    def read_history(self, name: str, max_bytes: int) -> bytes:
+        """A saved version's bytes; ``NoteMissing`` when there is no such entry."""
+        return self._read_private(HISTORY_DIR_NAME, "history", name, max_bytes)
+
+    def purge_history_entry(self, name: str) -> None:
+        """Permanently delete one saved version (unlinkat in the history fd; never follows)."""
+        self._purge_private(HISTORY_DIR_NAME, "history", name)
 
 
 def _read_fd(fd: int, max_bytes: int, whole: bool, display: str) -> bytes:

@@ -1,27 +1,38 @@
-"""`notes_read`, `notes_create`, `notes_update`, `notes_move`: one note at a time, never lost.
+"""`notes_create`, `notes_update`, `notes_move`, `notes_edit`: one note at a time, never lost.
 
 * A note's `version` is a digest of its bytes (`model.content_version`). `notes_update` writes
   only if the note is still at `expectedVersion`; otherwise it refuses with `version_conflict` and
   the current version in `structuredContent.error.currentVersion`, and nothing is written. The
-  files store checks again at the swap (RENAME_EXCHANGE), so two racing updates of one version
+  store checks again at the write (`NoteStore.rewrite_note`), so two racing updates of one version
   give one winner and one conflict. Writing what is already there succeeds: a retry is harmless.
+* `notes_edit` applies small edits anchored on content (`notes.editing`), all or none. Without
+  `expectedVersion` they apply to the note as it is now as long as every anchor still matches (an
+  edit made elsewhere in the note since it was read is kept); with it, strictly, as `notes_update`.
+  The answer is a receipt (`receipt_object`): versions and sizes before and after, the changed
+  line ranges and a capped diff; `dryRun` computes it and writes nothing.
+* Every write that replaces content keeps what it replaced in the note's history
+  (`previousVersionId`; `notes_history`, `notes_revert`).
 * `notes_create` never replaces a file (O_EXCL); `notes_move` never replaces one either
   (RENAME_NOREPLACE) and stays inside the workspace: both paths are note ids, contained by the
   same rules as every other path.
-* `body` is the note's whole markdown text in `notes_read` and `notes_update`; `notes_create`
-  writes `title` as the note's heading above `body`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.notes.model import compose_note
-from notewarden.notes.store import VersionConflict
+from notewarden.notes.editing import Edit, EditError, apply_edits, edit_summary, parse_edits
+from notewarden.notes.history import Change
+from notewarden.notes.model import compose_note, content_version
+from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
+from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
+from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
+from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import (
     NOTE_ID,
@@ -32,11 +43,49 @@ from notewarden.tools.results import (
     require_note_path,
 )
 
-__all__ = ["notes_create", "notes_move", "notes_read", "notes_update"]
+__all__ = ["RECEIPT", "notes_create", "notes_edit", "notes_move", "notes_update", "receipt_object"]
 
 MAX_BODY_CHARS = 1_000_000
+MAX_EDITED_BYTES = 8 * 1024 * 1024
+"""What a note may grow to by edits: as much as the stores read back."""
+MAX_EDITS = 50
 BODY: dict[str, Any] = {"type": "string", "maxLength": MAX_BODY_CHARS}
-VERSIONED_NOTE: dict[str, Any] = {**NOTE_OBJECT, "required": [*NOTE_OBJECT["required"], "version"]}
+EXPECTED_VERSION: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128}
+SIDE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"version": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
+    "required": ["version", "size"],
+}
+RECEIPT: dict[str, Any] = {
+    "noteId": {"type": "string"},
+    "dryRun": {"type": "boolean", "description": "True: nothing was written."},
+    "before": SIDE,
+    "after": SIDE,
+    "changes": {
+        "type": "array",
+        "description": f"Changed line ranges, 1-based (at most {CHANGES_MAX}).",
+        "items": {
+            "type": "object",
+            "properties": {
+                "oldStart": {"type": "integer", "minimum": 0},
+                "oldLines": {"type": "integer", "minimum": 0},
+                "newStart": {"type": "integer", "minimum": 0},
+                "newLines": {"type": "integer", "minimum": 0},
+            },
+            "required": ["oldStart", "oldLines", "newStart", "newLines"],
+        },
+    },
+    "changesTruncated": {"type": "boolean"},
+    "diff": {
+        "type": "string",
+        "description": f"Unified diff, hunks only, at most {DIFF_MAX_CHARS} characters.",
+    },
+    "diffTruncated": {"type": "boolean"},
+    "previousVersionId": {
+        "type": "string",
+        "description": "Where the content before this write was saved: notes_revert with it undoes the write.",
+    },
+}
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -51,30 +100,99 @@ def _output(**properties: Any) -> dict[str, Any]:
     }
 
 
-def decode_text(data: bytes, note_id: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolFailure(
-            "not_text", f"{note_id} is not UTF-8 text; read it as a resource (resources/read) instead"
-        ) from None
+def receipt_object(
+    scope: WorkspaceScope, note_id: str, before: NoteContent, after_data: bytes, rewritten: Rewritten | None
+) -> dict[str, Any]:
+    """What a write did (or, without `rewritten`, what a dry run would do): small whatever the size."""
+    after_version = rewritten.after.version if rewritten is not None else content_version(after_data)
+    changed = receipt(before.data, after_data)
+    shown: dict[str, Any] = {
+        "workspaceUri": str(scope.uri),
+        "noteId": note_id,
+        "dryRun": rewritten is None,
+        "before": {"version": before.version, "size": len(before.data)},
+        "after": {"version": after_version, "size": len(after_data)},
+        "changes": [
+            {
+                "oldStart": c.old_start,
+                "oldLines": c.old_lines,
+                "newStart": c.new_start,
+                "newLines": c.new_lines,
+            }
+            for c in changed.changes
+        ],
+        "diff": changed.diff,
+        "diffTruncated": changed.diff_truncated,
+    }
+    if changed.changes_truncated:
+        shown["changesTruncated"] = True
+    if rewritten is not None and rewritten.saved is not None:
+        shown["previousVersionId"] = rewritten.saved.version_id
+    return shown
+
+
+OP_FIELDS: Mapping[str, tuple[frozenset[str], frozenset[str]]] = {
+    "append": (frozenset({"text"}), frozenset()),
+    "prepend": (frozenset({"text"}), frozenset()),
+    "replace": (frozenset({"oldText", "newText"}), frozenset({"expectedCount"})),
+    "replace_section": (frozenset({"heading", "text"}), frozenset({"sectionVersion"})),
+    "insert": (frozenset({"heading", "position", "text"}), frozenset({"sectionVersion"})),
+    "set_frontmatter": (frozenset({"key", "value"}), frozenset()),
+    "remove_frontmatter": (frozenset({"key"}), frozenset()),
+}
+"""Each op: the fields it requires and those it also takes (besides `op`)."""
+
+
+def checked_edits(raw: Sequence[Mapping[str, Any]]) -> list[Edit]:
+    """The edits, each with exactly the fields its op takes (the schema lists every field once)."""
+    for index, item in enumerate(raw):
+        required, optional = OP_FIELDS[item["op"]]
+        given = set(item) - {"op"}
+        missing, extra = sorted(required - given), sorted(given - required - optional)
+        if missing or extra:
+            takes = ", ".join(sorted(required)) + (
+                f" (and optionally {', '.join(sorted(optional))})" if optional else ""
+            )
+            problem = f"missing {', '.join(missing)}" if missing else f"{', '.join(extra)} not allowed"
+            raise ToolFailure(
+                "invalid_arguments",
+                f"edits[{index}] ({item['op']}): {problem}; {item['op']} takes {takes}",
+                {"edit": index},
+            )
+    return parse_edits(raw)
+
+
+def edited(note_id: str, edits: Sequence[Edit], expected_version: str | None) -> Rewrite:
+    """The rewrite `notes_edit` asks of the store: the edits on the current content (Rule 2 of
+    `notes.editing`), or a conflict when `expected_version` is no longer current."""
+
+    def rewrite(current: NoteContent) -> bytes:
+        if expected_version is not None and current.version != expected_version:
+            raise VersionConflict(note_id, current.version)
+        try:
+            data = apply_edits(decode_text(current.data, note_id), edits).encode()
+        except EditError as exc:
+            raise ToolFailure(
+                exc.code, str(exc), {**exc.details, "currentVersion": current.version}
+            ) from None
+        if len(data) > MAX_EDITED_BYTES:
+            raise ToolFailure(
+                "note_too_large",
+                f"the edited note would be {len(data)} bytes; notes are read back up to {MAX_EDITED_BYTES}",
+                {"currentVersion": current.version},
+            )
+        return data
+
+    return rewrite
+
+
+def version_conflict(exc: VersionConflict) -> ToolFailure:
+    return ToolFailure("version_conflict", str(exc), {"currentVersion": exc.current_version})
 
 
 class EditTools:
     def __init__(self, services: Services) -> None:
         self.services = services
-
-    async def read(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-        note_id = call.arguments["noteId"]
-        content = await anyio.to_thread.run_sync(self.services.store.read_note, scope, note_id)
-        return complete(
-            {
-                "workspaceUri": str(scope.uri),
-                "note": note_object(scope, content.note, content.version),
-                "body": decode_text(content.data, note_id),
-            }
-        )
 
     async def create(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
@@ -90,20 +208,44 @@ class EditTools:
     async def update(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
         note_id, expected = call.arguments["noteId"], call.arguments["expectedVersion"]
-        data = call.arguments["body"].encode()
+        change = Change(call.principal, "notes_update", "replaced the whole text")
+        rewrite = replace_with(call.arguments["body"].encode(), expected)
         try:
-            content = await anyio.to_thread.run_sync(
-                lambda: self.services.store.update_note(scope, note_id, data, expected_version=expected)
+            done = await anyio.to_thread.run_sync(
+                lambda: self.services.store.rewrite_note(scope, note_id, rewrite, change=change)
             )
         except VersionConflict as exc:
-            raise ToolFailure("version_conflict", str(exc), {"currentVersion": exc.current_version}) from None
-        return complete(
-            {
-                "workspaceUri": str(scope.uri),
-                "note": note_object(scope, content.note, content.version),
-                "previousVersion": expected,
-            }
-        )
+            raise version_conflict(exc) from None
+        shown = {
+            "workspaceUri": str(scope.uri),
+            "note": note_object(scope, done.after.note, done.after.version),
+            "previousVersion": expected,
+        }
+        if done.saved is not None:
+            shown["previousVersionId"] = done.saved.version_id
+        return complete(shown)
+
+    async def edit(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        note_id = call.arguments["noteId"]
+        edits = checked_edits(call.arguments["edits"])
+        rewrite = edited(note_id, edits, call.arguments.get("expectedVersion"))
+        store = self.services.store
+
+        def dry_run() -> dict[str, Any]:
+            current = store.read_note(scope, note_id)
+            return receipt_object(scope, note_id, current, rewrite(current), None)
+
+        def write() -> dict[str, Any]:
+            change = Change(call.principal, "notes_edit", edit_summary(edits))
+            done = store.rewrite_note(scope, note_id, rewrite, change=change)
+            return receipt_object(scope, note_id, done.before, done.after.data, done)
+
+        try:
+            shown = await anyio.to_thread.run_sync(dry_run if call.arguments.get("dryRun") else write)
+        except VersionConflict as exc:
+            raise version_conflict(exc) from None
+        return complete(shown)
 
     async def move(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
@@ -123,22 +265,6 @@ def _tool(
         input_schema=inputs,
         output_schema=outputs,
         annotations=types.ToolAnnotations(title=title, open_world_hint=False, **hints),
-    )
-
-
-def notes_read(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=_tool(
-            "notes_read",
-            "Read a note",
-            "Read one note: its whole markdown text as body, and its version (for notes_update). Read-only.",
-            _schema({"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, ["workspaceUri", "noteId"]),
-            _output(note=VERSIONED_NOTE, body={"type": "string"}),
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-        ),
-        handler=EditTools(services).read,
     )
 
 
@@ -185,11 +311,16 @@ def notes_update(services: Services) -> ToolDef:
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
                     "body": {**BODY, "description": "The note's complete new markdown text."},
-                    "expectedVersion": {"type": "string", "minLength": 1, "maxLength": 128},
+                    "expectedVersion": EXPECTED_VERSION,
                 },
                 ["workspaceUri", "noteId", "body", "expectedVersion"],
             ),
-            _output(note=VERSIONED_NOTE, previousVersion={"type": "string"}),
+            _output(
+                note=VERSIONED_NOTE,
+                previousVersion={"type": "string"},
+                previousVersionId=RECEIPT["previousVersionId"],
+            )
+            | {"required": ["workspaceUri", "note", "previousVersion"]},
             read_only_hint=False,
             destructive_hint=True,
             idempotent_hint=True,
@@ -219,4 +350,95 @@ def notes_move(services: Services) -> ToolDef:
             idempotent_hint=False,
         ),
         handler=EditTools(services).move,
+    )
+
+
+EDIT_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "op": {"enum": list(OP_FIELDS)},
+        "text": {
+            **BODY,
+            "description": "append, prepend, replace_section, insert: the text, as whole lines.",
+        },
+        "oldText": {**BODY, "minLength": 1, "description": "replace: the exact text to find."},
+        "newText": {**BODY, "description": "replace: what replaces it."},
+        "expectedCount": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 10_000,
+            "description": "replace: how many times oldText must occur (default 1).",
+        },
+        "heading": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1000,
+            "description": "replace_section, insert: a heading's text, its path 'Parent > Heading', or '## Heading'.",
+        },
+        "position": {
+            "enum": ["before", "after", "start", "end"],
+            "description": "insert: before the heading, after its whole section, or at the start/end of its content.",
+        },
+        "sectionVersion": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128,
+            "description": "From notes_read (section or outline): refuse if the section changed since.",
+        },
+        "key": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "A top-level front-matter key.",
+        },
+        "value": {"description": "set_frontmatter: any JSON value."},
+    },
+    "required": ["op"],
+    "additionalProperties": False,
+}
+
+
+def notes_edit(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=_tool(
+            "notes_edit",
+            "Edit a note",
+            "Apply small edits to a note, all or none, each anchored on its content: append / prepend "
+            "{text} (prepend goes after the front matter); replace {oldText, newText, expectedCount=1} "
+            "(another count is an error listing the lines of every match); replace_section {heading, text} "
+            "replaces what is under a heading (heading: 'Projects > Atlas', a unique text, or '## Atlas'); "
+            "insert {heading, position: before|after|start|end, text}; set_frontmatter {key, value}; "
+            "remove_frontmatter {key}. Without expectedVersion the edits apply to the note as it is now "
+            "(someone's change elsewhere in it is kept) and fail if an anchor changed; with it, only if the "
+            "note is still at that version. Returns a receipt: versions and sizes before and after, changed "
+            "lines, a diff, and previousVersionId (notes_revert undoes the edit). dryRun: true previews "
+            "and writes nothing.",
+            _schema(
+                {
+                    "workspaceUri": WORKSPACE_URI,
+                    "noteId": NOTE_ID,
+                    "edits": {"type": "array", "items": EDIT_ITEM, "minItems": 1, "maxItems": MAX_EDITS},
+                    "expectedVersion": EXPECTED_VERSION,
+                    "dryRun": {"type": "boolean", "description": "Compute the receipt, write nothing."},
+                },
+                ["workspaceUri", "noteId", "edits"],
+            ),
+            _output(**RECEIPT)
+            | {
+                "required": [
+                    "workspaceUri",
+                    "noteId",
+                    "dryRun",
+                    "before",
+                    "after",
+                    "changes",
+                    "diff",
+                    "diffTruncated",
+                ]
+            },
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+        ),
+        handler=EditTools(services).edit,
     )

@@ -36,6 +36,7 @@ stored credential makes later publishes one round with no elicitation at all.
 | accept          | pending   | WAITING   | no       | asked again (same link)                 |
 | accept          | done      | CONNECTED | yes      | note sent to the target                 |
 | accept          | expired   | EXPIRED   | no       | tool error `connection_expired`         |
+| accept          | abandoned | DECLINED  | yes      | nothing sent ("Don't connect" on the page) |
 | decline         | any       | DECLINED  | yes      | link abandoned, nothing sent            |
 | cancel          | any       | CANCELLED | no       | nothing sent, retriable until expiry    |
 | anything else   | any       | INVALID   | no       | tool error `invalid_answer`             |
@@ -50,6 +51,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 import anyio
 import anyio.to_thread
@@ -62,7 +64,7 @@ from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import Connections, ConnectionStatus, PendingConnection
+from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
@@ -75,6 +77,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.results import already_used, receipt
 
 __all__ = [
     "CONNECT_INPUT_KEY",
@@ -130,6 +133,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "target": {"type": "string"},
         "noteId": {"type": "string"},
         "status": {"type": "integer", "description": "The target's HTTP status, when published."},
+        "url": {"type": "string", "description": "Where the target published it (its Location), if it said."},
         "retriableUntil": {"type": "string", "description": "For cancelled: when the link expires."},
     },
     "required": ["outcome", "target", "noteId"],
@@ -168,8 +172,10 @@ def judge_connect(answer: Any, pending: PendingConnection | None) -> ConnectVerd
         return ConnectVerdict.CANCELLED
     if action != "accept":
         return ConnectVerdict.INVALID
-    if pending is None or pending.status is ConnectionStatus.ABANDONED:
+    if pending is None:
         return ConnectVerdict.EXPIRED
+    if pending.status is ConnectionStatus.ABANDONED:  # the person chose "Don't connect" on the page
+        return ConnectVerdict.DECLINED
     if pending.status is ConnectionStatus.DONE:
         return ConnectVerdict.CONNECTED
     return ConnectVerdict.EXPIRED if pending.expired() else ConnectVerdict.WAITING
@@ -245,14 +251,15 @@ class PublishTool:
         record = await anyio.to_thread.run_sync(connections.get, state.connection_id)
         verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
         if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
-            return self.ask(target, note, state)
+            return self.ask(target, note, state, again=verdict is ConnectVerdict.WAITING)
         return await self.commit(call, state, verdict)  # 7 commit
 
     def start(
         self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
     ) -> PublishState:
         """A new pending connection in the server's record, and the state that names it."""
-        pending = self.connections.start(call.principal, target.id, self.ttl)
+        asked_by = AskedBy(note.note_id, note.title, call.name, call.client_name)
+        pending = self.connections.start(call.principal, target.id, self.ttl, asked_by)
         return PublishState(
             principal=call.principal,
             workspace=str(scope.workspace),
@@ -281,18 +288,27 @@ class PublishTool:
         return f"{self.services.config.publish.page_base(http.host, http.port)}/connect/{connection_id}"
 
     def connect_message(self, target: PublishTarget, note: NoteToSend) -> str:
-        return visible(
-            f"To publish “{note.title}” to {target.title}, notewarden needs your {target.title} credential once. "
+        return (
+            f"To publish “{visible(note.title)}” to {target.title}, notewarden needs your {target.title} credential once. "
             "Open this page on notewarden, sign in as yourself, and enter it there: it goes straight to "
             "notewarden, is stored encrypted, and never passes through this app."
         )
 
-    def ask(self, target: PublishTarget, note: NoteToSend, state: PublishState) -> types.InputRequiredResult:
+    def not_finished_message(self, target: PublishTarget) -> str:
+        return (
+            f"The {target.title} connection is not finished yet: the page still waits for you to sign in "
+            "and enter the credential (or choose “Don't connect”). Open the same link again to finish it."
+        )
+
+    def ask(
+        self, target: PublishTarget, note: NoteToSend, state: PublishState, *, again: bool = False
+    ) -> types.InputRequiredResult:
+        message = self.not_finished_message(target) if again else self.connect_message(target, note)
         request = {
             "method": "elicitation/create",
             "params": {
                 "mode": "url",
-                "message": self.connect_message(target, note),
+                "message": message,
                 "url": self.connect_url(state.connection_id),
             },
         }
@@ -345,7 +361,7 @@ class PublishTool:
                 ledger.consumed_outcome, state.confirmation_id, call.principal
             )
             if prior is not None:
-                raise already_used(prior)
+                raise already_used(call.name, prior)
         if verdict is ConnectVerdict.INVALID:
             return tool_error("invalid_answer", "nothing was published: answer accept, decline or cancel")
         if verdict is ConnectVerdict.EXPIRED:
@@ -371,8 +387,9 @@ class PublishTool:
             expires_at=state.issued_at + self.services.config.confirmation_ttl_seconds + EXPIRY_SKEW_SECONDS,
         )
         if verdict is ConnectVerdict.DECLINED:
-            await anyio.to_thread.run_sync(self.decline, call, state, claim)
-            return result({**structured, "outcome": "declined"}, "Declined: nothing was published.")
+            declined = {**structured, "outcome": "declined"}
+            await anyio.to_thread.run_sync(self.decline, call, state, claim, declined)
+            return result(declined, "Declined: nothing was published.")
         lease = await anyio.to_thread.run_sync(self.claim, call, state, claim)
         try:
             note, credential = await anyio.to_thread.run_sync(self.what_to_send, call, state, target)
@@ -389,8 +406,11 @@ class PublishTool:
             with anyio.CancelScope(shield=True):  # a cancelled call still gives its claim back
                 await anyio.to_thread.run_sync(self.give_back, call, state, lease)
             raise
-        await anyio.to_thread.run_sync(self.record, call, state, lease, outcome.label)
-        return published(target, note, delivery)
+        done = published(target, note, delivery)
+        sent = f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+        kept = receipt(done.structured_content or {}, sent)
+        await anyio.to_thread.run_sync(self.record, call, state, lease, outcome.label, kept)
+        return done
 
     def what_to_send(
         self, call: ToolCall, state: PublishState, target: PublishTarget
@@ -400,11 +420,14 @@ class PublishTool:
         note = read_note(self.services.store, scope, state.note_id)
         return note, self.connections.credential(call.principal, target.id)
 
-    def decline(self, call: ToolCall, state: PublishState, claim: Claim) -> None:
+    def decline(self, call: ToolCall, state: PublishState, claim: Claim, declined: dict[str, Any]) -> None:
         with self.services.ledger.critical_section() as txn:
             if not txn.claim_confirmation(claim):
-                raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
             self.connections.abandon(state.connection_id, call.principal)
+            txn.record_receipt(
+                state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
+            )
 
     def claim(self, call: ToolCall, state: PublishState, claim: Claim) -> float:
         """The first short critical section: the confirmation is this call's to send (a lease)."""
@@ -413,21 +436,31 @@ class PublishTool:
             if lease is not None:
                 return lease
             prior = txn.prior_outcome(state.confirmation_id, call.principal)
-        if prior == PUBLISHING:
+        if prior is not None and prior.outcome == PUBLISHING:
             raise ToolFailure(
                 "publish_in_progress",
                 "an earlier attempt with this confirmation is still sending the note; nothing more was sent. "
                 "Answer again in a minute: you will then see that it was published, or (if that attempt "
                 "died) this one sends it.",
             )
-        raise already_used(prior)
+        raise already_used(call.name, prior)
 
-    def record(self, call: ToolCall, state: PublishState, lease: float, outcome: str | None) -> None:
-        """The second short critical section: the outcome, or (None) the claim given back."""
+    def record(
+        self,
+        call: ToolCall,
+        state: PublishState,
+        lease: float,
+        outcome: str | None,
+        kept: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The second short critical section: the outcome and its receipt, or (None) the claim given
+        back. A lease another attempt took over records nothing (`ledger.pending` Rule 2)."""
         with self.services.ledger.critical_section() as txn:
-            settle_pending(
+            settled = settle_pending(
                 txn, state.confirmation_id, call.principal, pending=PUBLISHING, lease=lease, outcome=outcome
             )
+            if settled and kept is not None:
+                txn.record_receipt(state.confirmation_id, kept)
 
     def give_back(self, call: ToolCall, state: PublishState, lease: float) -> None:
         """Nothing was sent: the same answer may be given again. If the ledger cannot be reached
@@ -467,22 +500,22 @@ class PublishTool:
 
 
 def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> types.CallToolResult:
-    return result(
-        {"outcome": "published", "target": target.id, "noteId": note.note_id, "status": delivery.status},
-        f"Published “{note.title}” ({note.note_id}) to {target.title}.",
-    )
+    structured: dict[str, Any] = {
+        "outcome": "published",
+        "target": target.id,
+        "noteId": note.note_id,
+        "status": delivery.status,
+    }
+    text = f"Published “{visible(note.title)}” ({visible(note.note_id)}) to {target.title}"
+    if delivery.location:  # a 201's Location, possibly relative to the target's URL
+        structured["url"] = urljoin(target.url, delivery.location)
+        text += f": {visible(structured['url'])}"
+    return result(structured, text + ".")
 
 
 def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=visible(text))], structured_content=structured
-    )
-
-
-def already_used(prior: str | None) -> ToolFailure:
-    return ToolFailure(
-        "confirmation_already_used",
-        f"this publish step was already answered ({prior or 'consumed'}); call notes_publish again to start anew",
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notewarden.confirm.forms import delete_form
+from notewarden.confirm.forms import delete_form, history_purge_form
 from notewarden.confirm.state import Candidate
 from notewarden.forms.lint import Problem, lint_form
 from notewarden.scope.fsroot import FileIdentity
@@ -33,6 +33,12 @@ def own_forms() -> Mapping[str, Any]:
         "notes_delete (1 candidate)": delete_form("file:///srv/notes", "TPS", _candidates(1)),
         f"notes_delete ({MAX_CANDIDATES} candidates)": delete_form(
             "file:///srv/notes", "n", _candidates(MAX_CANDIDATES)
+        ),
+        "notes_history_purge": history_purge_form(
+            "the notes of file:///srv/notes",
+            25,
+            [f"note-{i}.md — saved 2026-12-01 10:00 UTC — append" for i in range(20)],
+            5,
         ),
         "workspace choice (2)": choice_form(["file:///srv/a", "file:///srv/b"]),
         f"workspace choice ({MAX_OFFERED_WORKSPACES})": choice_form(

@@ -36,6 +36,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 
@@ -47,6 +48,7 @@ __all__ = [
     "ToolDef",
     "ToolFailure",
     "ToolRegistry",
+    "known_failure",
     "tool_error",
 ]
 
@@ -73,6 +75,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     AuthorizationError: "workspace_not_granted",
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
+    WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
     fsroot.WorkspaceMoved: "workspace_moved",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
@@ -113,6 +116,8 @@ class ToolCall:
     report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
     live: LiveElicitation | None = None
     """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
+    client_name: str = ""
+    """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
 
 
 ToolResult = types.CallToolResult | types.InputRequiredResult
@@ -215,6 +220,14 @@ class ToolDef:
         return schema_problems(self._validator, instance)
 
 
+def known_failure(exc: Exception) -> ToolFailure | None:
+    """`exc` as the tool error it stands for (`ERROR_CODES`); None for an unexpected exception."""
+    if isinstance(exc, ToolFailure):
+        return exc
+    code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
+    return None if code is None else ToolFailure(code, str(exc))
+
+
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
     """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`.
     The message is prose for a person: format characters in names it quotes are escaped."""
@@ -265,10 +278,8 @@ class ToolRegistry:
                 message="Invalid or expired requestState",
                 data={"reason": "invalid_request_state"},
             ) from None
-        except ToolFailure as exc:
-            return tool_error(exc.code, str(exc), exc.details)
         except Exception as exc:
-            code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
-            if code is None:
+            failure = known_failure(exc)
+            if failure is None:
                 raise
-            return tool_error(code, str(exc))
+            return tool_error(failure.code, str(failure), failure.details)

@@ -1,0 +1,410 @@
+"""`notes_history`, `notes_revert`, `notes_history_purge`: nothing written is lost until purged.
+
+Every write that replaces a note's content saves what it replaced (`notes.history`).
+`notes_history` lists a note's saved versions, newest first; `notes_revert` brings one back
+through the same `rewrite_note` as every write (so the content it replaces is saved in turn, and
+a revert is undone by reverting to the version it saved) and answers with `notes_edit`'s receipt.
+
+Purging is permanent, so it is confirmed like emptying the trash (`notes_trash`), with its own
+phase and form:
+
+    1 authorize, 2 contain   as everywhere
+    3 find      the saved versions to purge: all of the workspace (or folder, or one note's), or
+                those saved more than olderThanDays ago; not those of notes in the trash, which
+                go when the trash is emptied
+    4 ask       a yes/no form saying how many and which; sealed state with a `Selection`
+    5 verify    SDK boundary + phase, principal, workspace
+    6 judge     `forms.judge_confirmation` under the same OUTCOMES table
+    7 commit    one critical section: claim the confirmation id, re-authorize, re-contain, select
+                again with the sealed bound; the digest must match (else `history_changed`,
+                nothing purged); purge
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+
+from notewarden.confirm.forms import (
+    HISTORY_PURGE_INPUT_KEY,
+    OUTCOMES,
+    Verdict,
+    VerdictKind,
+    history_purge_form,
+    judge_confirmation,
+)
+from notewarden.confirm.state import ConfirmationState, InvalidState, Selection, new_confirmation_id
+from notewarden.display import visible
+from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
+from notewarden.notes.history import Change, HistoryEntry, selection_digest
+from notewarden.notes.store import VersionConflict, replace_with
+from notewarden.scope.fsroot import NoteMissing
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.services import Services
+from notewarden.tools.notes_delete import require_form_elicitation
+from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object, version_conflict
+from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, tool_error
+from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, already_used, complete, iso8601, receipt
+
+__all__ = ["PHASE", "notes_history", "notes_history_purge", "notes_revert"]
+
+PHASE = "notes_history_purge/confirm"
+PAGE_SIZE = 50
+SHOWN_IN_FORM = 20
+VERSION_ID: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": "^[A-Za-z0-9._-]+$",
+    "description": "A versionId from notes_history (or a receipt's previousVersionId).",
+}
+
+
+class HistoryTools:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    # notes_history
+
+    async def list_versions(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        note_id = call.arguments["noteId"]
+
+        def read() -> tuple[list[HistoryEntry], dict[str, Any] | None]:
+            entries = list(self.services.store.note_history(scope, note_id))
+            try:
+                current = self.services.store.read_note(scope, note_id)
+            except NoteMissing:
+                return entries, None
+            return entries, {"version": current.version, "size": len(current.data)}
+
+        entries, current = await anyio.to_thread.run_sync(read)
+        start = 0
+        if "cursor" in call.arguments:
+            ids = [e.version_id for e in entries]
+            after = _decode_cursor(call.arguments["cursor"])
+            if after not in ids:
+                raise ToolFailure(
+                    "invalid_cursor", "cursor is not a nextCursor of notes_history for this note; omit it"
+                )
+            start = ids.index(after) + 1
+        page = entries[start : start + PAGE_SIZE]
+        shown: dict[str, Any] = {
+            "workspaceUri": str(scope.uri),
+            "noteId": note_id,
+            "count": len(entries),
+            "versions": [history_object(e) for e in page],
+        }
+        if current is not None:
+            shown["current"] = current
+        if start + PAGE_SIZE < len(entries):
+            shown["nextCursor"] = base64.urlsafe_b64encode(page[-1].version_id.encode()).decode()
+        return complete(shown)
+
+    # notes_revert
+
+    async def revert(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        note_id, version_id = call.arguments["noteId"], call.arguments["versionId"]
+        store = self.services.store
+
+        def revert() -> dict[str, Any]:
+            entry, data = store.saved_version(scope, note_id, version_id)
+            rewrite = replace_with(data, call.arguments.get("expectedVersion"))
+            if call.arguments.get("dryRun"):
+                current = store.read_note(scope, note_id)
+                return receipt_object(scope, note_id, current, rewrite(current), None)
+            summary = f"reverted to {version_id} (saved {iso8601(entry.saved_at)})"
+            done = store.rewrite_note(
+                scope, note_id, rewrite, change=Change(call.principal, "notes_revert", summary)
+            )
+            return receipt_object(scope, note_id, done.before, done.after.data, done)
+
+        try:
+            shown = await anyio.to_thread.run_sync(revert)
+        except VersionConflict as exc:
+            raise version_conflict(exc) from None
+        return complete({**shown, "revertedTo": version_id})
+
+    # notes_history_purge
+
+    def _selected(self, scope: WorkspaceScope, note_id: str | None, bound: float) -> list[HistoryEntry]:
+        with self.services.trash_ledger(scope.workspace).critical_section() as txn:
+            entries = self.services.store.select_history(txn, scope, saved_before=bound)
+        return [e for e in entries if note_id is None or e.note_id == note_id]
+
+    async def purge(self, call: ToolCall) -> ToolResult:
+        require_form_elicitation(
+            call.capabilities, "notes_history_purge needs form elicitation to let the user confirm the purge"
+        )
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        note_id = call.arguments.get("noteId")
+        if call.request_state is None:
+            bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
+            entries = await anyio.to_thread.run_sync(self._selected, scope, note_id, bound)
+            if not entries:
+                return complete(self._result("nothing_to_purge", str(scope.uri), 0))
+            return self.ask(scope, note_id, entries, bound)
+        state = ConfirmationState.decode(call.request_state, phase=PHASE)
+        if (
+            state.principal != call.principal
+            or state.workspace != str(scope.workspace)
+            or not state.selection
+        ):
+            raise InvalidState("state was minted for another principal or workspace")
+        verdict = judge_confirmation(call.input_responses.get(HISTORY_PURGE_INPUT_KEY))
+        if verdict.kind is VerdictKind.MISSING:
+            entries = await anyio.to_thread.run_sync(self._selected, scope, note_id, state.selection.bound)
+            return self.ask(scope, note_id, entries, state.selection.bound)
+        return await anyio.to_thread.run_sync(self.commit, call, state, verdict)
+
+    def ask(
+        self, scope: WorkspaceScope, note_id: str | None, entries: Sequence[HistoryEntry], bound: float
+    ) -> types.InputRequiredResult:
+        state = ConfirmationState(
+            phase=PHASE,
+            principal=scope.principal,
+            workspace=str(scope.workspace),
+            workspace_identity=scope.identity,
+            candidates=(),
+            confirmation_id=new_confirmation_id(),
+            issued_at=time.time(),
+            selection=Selection(len(entries), selection_digest(entries), bound),
+        )
+        shown = [
+            visible(
+                f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
+            )
+            for e in entries[:SHOWN_IN_FORM]
+        ]
+        where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
+        form = history_purge_form(visible(where), len(entries), shown, len(entries) - len(shown))
+        return types.InputRequiredResult(
+            input_requests={HISTORY_PURGE_INPUT_KEY: types.ElicitRequest.model_validate(form)},
+            request_state=state.encode(),
+        )
+
+    def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
+        assert state.selection is not None
+        outcome = OUTCOMES[verdict.kind]
+        ledger = self.services.trash_ledger(state.workspace)
+        if not outcome.consumes:
+            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
+            if prior is not None:
+                raise already_used(call.name, prior)
+        if verdict.kind is VerdictKind.INVALID:
+            return tool_error(
+                "invalid_answer",
+                f"nothing was purged: {verdict.problem}. The confirmation is still usable; answer the form again.",
+            )
+        label = "purged" if outcome.mutates else outcome.label
+        purged = 0
+        if outcome.consumes:
+            claim = Claim(
+                confirmation_id=state.confirmation_id,
+                principal=call.principal,
+                tool=call.name,
+                outcome=label,
+                expires_at=state.issued_at
+                + self.services.config.confirmation_ttl_seconds
+                + EXPIRY_SKEW_SECONDS,
+            )
+            with ledger.critical_section() as txn:
+                if not txn.claim_confirmation(claim):
+                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
+                if outcome.mutates:
+                    scope = self.services.grants.authorize_workspace(
+                        call.principal, call.arguments["workspaceUri"]
+                    )
+                    scope.verify_identity(state.workspace_identity)
+                    note_id = call.arguments.get("noteId")
+                    entries = [
+                        e
+                        for e in self.services.store.select_history(
+                            txn, scope, saved_before=state.selection.bound
+                        )
+                        if note_id is None or e.note_id == note_id
+                    ]
+                    if selection_digest(entries) != state.selection.digest:
+                        raise ToolFailure(
+                            "history_changed",
+                            f"nothing was purged: the saved versions changed since you confirmed "
+                            f"({state.selection.count} then, {len(entries)} now). Call notes_history_purge "
+                            "again and confirm anew.",
+                        )
+                    purged = self.services.store.purge_history(txn, scope, entries)
+                done = f"{purged} saved version(s) of {visible(call.arguments.get('noteId') or str(state.workspace))} were purged for good"
+                txn.record_receipt(
+                    state.confirmation_id,
+                    receipt(
+                        self._result(label, str(call.arguments["workspaceUri"]), purged),
+                        done if outcome.mutates else None,
+                        otherwise="nothing was purged",
+                    ),
+                )
+        structured = self._result(label, str(call.arguments["workspaceUri"]), purged)
+        if verdict.kind is VerdictKind.CANCELLED:
+            structured["retriableUntil"] = iso8601(
+                state.issued_at + self.services.config.confirmation_ttl_seconds
+            )
+        return complete(structured)
+
+    @staticmethod
+    def _result(outcome: str, workspace: str, purged: int) -> dict[str, Any]:
+        return {"outcome": outcome, "workspaceUri": workspace, "purged": purged}
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (ValueError, binascii.Error):
+        raise ToolFailure("invalid_cursor", "cursor is not a nextCursor of notes_history; omit it") from None
+
+
+def _annotations(
+    title: str, *, read_only: bool, destructive: bool, idempotent: bool
+) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+def notes_history(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=types.Tool(
+            name="notes_history",
+            title="List a note's versions",
+            description="List the saved versions of a note, newest first: each is a content the note had until a "
+            "write replaced it (when, by whom, with which tool, a one-line summary, size). notes_read with "
+            f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} per page (cursor). Read-only.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "workspaceUri": WORKSPACE_URI,
+                    "noteId": NOTE_ID,
+                    "cursor": {"type": "string", "maxLength": 400},
+                },
+                "required": ["workspaceUri", "noteId"],
+                "additionalProperties": False,
+            },
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "workspaceUri": {"type": "string"},
+                    "noteId": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 0},
+                    "current": {
+                        "type": "object",
+                        "properties": {
+                            "version": {"type": "string"},
+                            "size": {"type": "integer", "minimum": 0},
+                        },
+                        "required": ["version", "size"],
+                    },
+                    "versions": {"type": "array", "items": HISTORY_ENTRY},
+                    "nextCursor": {"type": "string"},
+                },
+                "required": ["workspaceUri", "noteId", "count", "versions"],
+            },
+            annotations=_annotations(
+                "List a note's versions", read_only=True, destructive=False, idempotent=True
+            ),
+        ),
+        handler=HistoryTools(services).list_versions,
+    )
+
+
+def notes_revert(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=types.Tool(
+            name="notes_revert",
+            title="Revert a note",
+            description="Bring back a saved version of a note (versionId from notes_history or a receipt's "
+            "previousVersionId). The current content is saved in turn, so a revert can itself be reverted. "
+            "With expectedVersion, only if the note is still at that version. Returns the same receipt as "
+            "notes_edit; dryRun: true previews the diff and writes nothing.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "workspaceUri": WORKSPACE_URI,
+                    "noteId": NOTE_ID,
+                    "versionId": VERSION_ID,
+                    "expectedVersion": EXPECTED_VERSION,
+                    "dryRun": {"type": "boolean"},
+                },
+                "required": ["workspaceUri", "noteId", "versionId"],
+                "additionalProperties": False,
+            },
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "workspaceUri": {"type": "string"},
+                    **RECEIPT,
+                    "revertedTo": {"type": "string"},
+                },
+                "required": [
+                    "workspaceUri",
+                    "noteId",
+                    "dryRun",
+                    "before",
+                    "after",
+                    "changes",
+                    "diff",
+                    "revertedTo",
+                ],
+            },
+            annotations=_annotations("Revert a note", read_only=False, destructive=True, idempotent=True),
+        ),
+        handler=HistoryTools(services).revert,
+    )
+
+
+def notes_history_purge(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=types.Tool(
+            name="notes_history_purge",
+            title="Purge saved versions",
+            description="Permanently delete saved versions of notes: of every note in the workspace (or folder), "
+            "or of noteId only; all, or those saved more than olderThanDays ago. The user sees how many and "
+            "which, and confirms in a form (elicitation); nothing is deleted without that. The current notes "
+            "are not touched. This cannot be undone.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "workspaceUri": WORKSPACE_URI,
+                    "noteId": NOTE_ID,
+                    "olderThanDays": {"type": "integer", "minimum": 0, "maximum": 36500},
+                },
+                "required": ["workspaceUri"],
+                "additionalProperties": False,
+            },
+            output_schema={
+                "type": "object",
+                "properties": {
+                    "outcome": {
+                        "enum": ["purged", "nothing_to_purge", "declined", "cancelled", "not_confirmed"]
+                    },
+                    "workspaceUri": {"type": "string"},
+                    "purged": {"type": "integer", "minimum": 0},
+                    "retriableUntil": {"type": "string"},
+                },
+                "required": ["outcome", "workspaceUri", "purged"],
+            },
+            annotations=_annotations(
+                "Purge saved versions", read_only=False, destructive=True, idempotent=False
+            ),
+        ),
+        handler=HistoryTools(services).purge,
+    )
