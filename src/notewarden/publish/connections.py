@@ -12,8 +12,8 @@ Rules:
    agreed to open the URL, never that the step is done.
 
 SQLite in `<state_dir>/publish.sqlite3`, shared by every process using the state dir, through a
-bounded pool of connections (`ledger.sqlite.SqlitePool`). Every method does file I/O: call them
-from a worker thread, never on the event loop.
+bounded pool of connections (`ledger.sqlite.SqlitePool`). Every method does file I/O: the tools
+call them in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
