@@ -235,9 +235,13 @@ class PostgresLedger:
                 "keepalives_idle": 10,
                 "keepalives_interval": 5,
                 "keepalives_count": 3,
+                # plan_cache_mode: psycopg prepares a statement run 5 times, and PostgreSQL may then
+                # plan it once for any parameters; a full-text or trigram query planned without its
+                # words can pick a scan of every note (tests/storage/test_sql_plans.py).
                 "options": (
                     f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
-                    f"-c idle_in_transaction_session_timeout={2 * timeout_ms}"
+                    f"-c idle_in_transaction_session_timeout={2 * timeout_ms} "
+                    "-c plan_cache_mode=force_custom_plan"
                 ),
             },
             configure=_read_committed,

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from notewarden.confirm.state import Candidate
@@ -87,14 +87,14 @@ _COLUMNS = {
     "sqlite": "n.path AS path, n.title AS title, n.id AS id, n.version AS version, n.modified_ns AS modified_ns, "
     "length(CAST(n.body AS BLOB)) AS size, n.derived_version IS n.version AS fresh",
     "postgres": "n.path AS path, n.title AS title, n.id AS id, n.version AS version, "
-    "n.modified_ns AS modified_ns, octet_length(n.body) AS size, coalesce(n.derived_version = n.version, false) AS fresh",
+    "n.modified_ns AS modified_ns, octet_length(n.body) AS size, NOT n.stale AS fresh",
 }
 _PAGE_COLUMNS = (
     "page.path, page.title, page.id, page.version, page.modified_ns, page.size, page.fresh, page.score"
 )
 _STALE = {
     "sqlite": "n.derived_version IS NOT n.version",
-    "postgres": "n.derived_version IS DISTINCT FROM n.version",
+    "postgres": "n.stale",
 }
 _DERIVED_COLUMNS = {
     "sqlite": ("title", "title_keys", "title_grams", "front_matter", "tags"),
@@ -548,6 +548,53 @@ class SqlNoteStore:
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
         return len(entries)
+
+    # --- whole workspaces, for `notewarden import` and `export` (notewarden.transfer) -------------
+
+    def add_row(self, txn: LedgerTxn, workspace: str, path: str, body: str, modified_ns: int) -> bool:
+        """Insert a note as written elsewhere (its time kept); False when the path is taken."""
+        return bool(
+            txn.execute(
+                _STATEMENTS[txn.dialect]["insert"],
+                (workspace, path, body, modified_ns, *derived_values(txn.dialect, path, body)),
+            )
+        )
+
+    def row_body(self, txn: LedgerTxn, workspace: str, path: str) -> str | None:
+        rows = txn.execute("SELECT body FROM notes WHERE workspace = ? AND path = ?", (workspace, path))
+        return str(rows[0][0]) if rows else None
+
+    def count_rows(self, workspace: str) -> int:
+        with self._ledger.snapshot() as db:
+            return int(db.execute("SELECT count(*) FROM notes WHERE workspace = ?", (workspace,))[0][0])
+
+    def all_rows(self, workspace: str) -> Iterator[tuple[str, str, int]]:
+        """Every note of the workspace as (path, body, modified_ns), by path, a page per snapshot."""
+        after = ""
+        while True:
+            with self._ledger.snapshot() as db:
+                rows = db.execute(
+                    "SELECT path, body, modified_ns FROM notes WHERE workspace = ? AND path > ? "
+                    "ORDER BY path LIMIT ?",
+                    (workspace, after, DERIVE_BATCH),
+                )
+            yield from ((str(p), str(b), int(m)) for p, b, m in rows)
+            if len(rows) < DERIVE_BATCH:
+                return
+            after = rows[-1][0]
+
+    def trash_rows(self, workspace: str) -> list[tuple[str, str, str, str, int, str, str, float]]:
+        """(trash id, path, title, body, modified_ns, principal, confirmation id, deleted_at) of each
+        trash entry of the workspace."""
+        with self._ledger.snapshot() as db:
+            return [
+                (str(t), str(p), str(title), str(b), int(m), str(who), str(c), float(d))
+                for t, p, title, b, m, who, c, d in db.execute(
+                    "SELECT trash_id, path, title, body, modified_ns, principal, confirmation_id, deleted_at "
+                    "FROM notes_trash WHERE workspace = ? ORDER BY trash_id",
+                    (workspace,),
+                )
+            ]
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
         """Nothing to recover: every trash change commits or rolls back with its transaction."""

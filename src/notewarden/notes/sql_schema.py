@@ -13,7 +13,7 @@ their short grams, front matter, tags; on PostgreSQL the weighted `tsvector`), w
 | words in title, path, body     | GIN on `search` (tsvector)                   | FTS5 `notes_fts` (external content)     |
 | title words of 3+ characters   | GIN `gin_trgm_ops` on `title_keys`           | FTS5 trigram `notes_title_fts`          |
 | title words all shorter        | GIN on `title_grams` (text[])                | FTS5 `notes_gram_fts` (hex tokens)      |
-| rows another program wrote     | partial index `notes_stale`                  | partial index `notes_stale`             |
+| rows another program wrote     | partial index `notes_stale` on the generated `stale` | partial index `notes_stale`     |
 | changed since / before         | `notes_by_modified (workspace, modified_ns)` | the same                                |
 | tags, front-matter properties  | GIN on `tags`, GIN `jsonb_path_ops` on `front_matter` | JSON text (issue 14 adds its tables) |
 
@@ -21,7 +21,9 @@ The SQLite full-text tables read their text from `notes` (`content='notes'`) and
 triggers on `notes`, so they follow every writer; only the derived columns wait for notewarden
 (`notes.derived` Rule 1). PostgreSQL's `path` is compared byte by byte (`COLLATE "C"`): ids sort
 as the files store sorts them, and a folder is a range of ids whatever the database's locale.
-Step 2 needs the `pg_trgm` extension (trusted: the database owner running `db upgrade` may
+PostgreSQL's planner cannot estimate `derived_version IS DISTINCT FROM version` (two columns), so
+it reads it from the stored column `stale`, whose statistics say how rare it is. Step 2 needs the
+`pg_trgm` extension (trusted: the database owner running `db upgrade` may
 create it).
 """
 
@@ -160,11 +162,12 @@ _POSTGRES_SEARCH = """
         ADD COLUMN search tsvector,
         ADD COLUMN front_matter jsonb,
         ADD COLUMN tags text[],
-        ADD COLUMN derived_version bigint;
+        ADD COLUMN derived_version bigint,
+        ADD COLUMN stale boolean GENERATED ALWAYS AS (derived_version IS DISTINCT FROM version) STORED;
     CREATE TRIGGER notes_new_version BEFORE UPDATE OF workspace, path, body ON notes
         FOR EACH ROW EXECUTE FUNCTION notes_new_version();
     ALTER TABLE notes_trash ALTER COLUMN path TYPE text COLLATE "C";
-    CREATE INDEX notes_stale ON notes (workspace) WHERE derived_version IS DISTINCT FROM version;
+    CREATE INDEX notes_stale ON notes (workspace) WHERE stale;
     CREATE INDEX notes_by_modified ON notes (workspace, modified_ns);
     CREATE INDEX notes_search ON notes USING gin (search);
     CREATE INDEX notes_title_trigrams ON notes USING gin (title_keys gin_trgm_ops);
