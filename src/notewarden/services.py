@@ -10,6 +10,7 @@ from notewarden.faults import armed_point
 from notewarden.ledger import Ledger
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import Connections
+from notewarden.publish.ledger_connections import ConnectionStore, LedgerConnections
 from notewarden.scope.grants import Grants
 from notewarden.sealing import load_or_create_keys
 from notewarden.storage import open_ledger, open_store
@@ -26,7 +27,7 @@ class Services:
     ledger: Ledger
     store: NoteStore
     sealing_keys: list[bytes]
-    connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
+    connections: ConnectionStore | None = None  # notes_publish: pending URL-mode steps, sealed credentials
 
     def close(self) -> None:
         self.store.close()
@@ -52,7 +53,11 @@ def open_services(config: Config) -> Services:
         ledger=ledger,
         store=store,
         sealing_keys=keys,
-        connections=Connections(config.state_dir / "publish.sqlite3", keys),
+        connections=(
+            LedgerConnections(ledger, keys)  # shared by every instance (docs/deployment.md)
+            if config.storage.ledger == "postgres"
+            else Connections(config.state_dir / "publish.sqlite3", keys)
+        ),
     )
     recover_interrupted_deletes(services)
     directories = [grants.directory(w) for w in config.workspaces]

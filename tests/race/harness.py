@@ -74,6 +74,7 @@ class StorageDeployment:
     keys: str = field(default_factory=lambda: secrets.token_hex(32))
     servers: list[HttpServer] = field(default_factory=list)
     granted: bool = True
+    extra_config: str = ""  # TOML tables appended to every instance's config
     _ledger: Ledger | None = None
 
     def __post_init__(self) -> None:
@@ -118,7 +119,7 @@ class StorageDeployment:
                 f'[[workspace]]\nuri = "{self.workspace_uri}"\n'
                 f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\n'
                 f'token_sha256 = ["{sha256(self.token)}"]\n'
-                "[limits]\ndestructive_per_minute = 100000\n" + storage
+                "[limits]\ndestructive_per_minute = 100000\n" + storage + self.extra_config
             )
             stamp = time.time() + len(existing) + getattr(self, "_bump", 0)
             self._bump = getattr(self, "_bump", 0) + 1

@@ -21,6 +21,7 @@ import pytest
 from tests.pg import PgDatabase
 from tests.race.harness import deployment
 from tests.race.senders import classify
+from tests.wire.publishing import RecordingTarget, visit_connect_page
 
 NOTE = "reports/shared.md"
 BODY = "# Shared report\n\nOne team, three instances.\n"
@@ -43,7 +44,7 @@ def test_round1_on_a_retry_on_b_replay_on_c(tmp_path: Path, pg: PgDatabase, back
         local = {p.name.split(".sqlite3")[0] for i in "abc" for p in d.state_dir(i).iterdir()}
         assert "notewarden" not in local, "no local ledger: confirmations live in PostgreSQL only"
         if backend == "postgres":
-            assert local <= {"publish"}, f"nothing but notes_publish's pending links: {local}"
+            assert local == set(), f"nothing kept per instance, not even notes_publish's links: {local}"
 
 
 def test_key_rotation_rolls_out_new_key_second_then_first(tmp_path: Path, pg: PgDatabase) -> None:
@@ -62,3 +63,41 @@ def test_key_rotation_rolls_out_new_key_second_then_first(tmp_path: Path, pg: Pg
 
         sealed_with_old = d.round1(on_old, "shared report")
         assert classify(d.round2(on_both, sealed_with_old, NOTE), NOTE) == "deleted"
+
+
+def test_a_publish_link_completed_on_one_instance_is_seen_by_another(tmp_path: Path, pg: PgDatabase) -> None:
+    """notes_publish's pending links and credentials live in PostgreSQL (publish.ledger_connections)."""
+    target = RecordingTarget().start()
+    try:
+        with deployment(tmp_path, "postgres", pg.name) as d:
+            d.extra_config = f'[[publish.target]]\nid = "blog"\ntitle = "Team blog"\nurl = "{target.url}"\nauth = "bearer"\n'
+            d.add_note(NOTE, BODY)
+            a, b = d.start("a"), d.start("b")
+            on_a = d.client(a)
+            arguments = {"workspaceUri": d.workspace_uri, "noteId": NOTE, "target": "blog"}
+            first = on_a.call("notes_publish", arguments, capabilities={"elicitation": {"url": {}}}).result
+            link = first["inputRequests"]["publish_connect"]["params"]["url"]
+            assert link.startswith(a.url.removesuffix("/mcp"))
+            on_b_link = link.replace(a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp"))
+            visit = visit_connect_page(on_b_link, token=d.token, credential="blog-credential-" + "y" * 12)
+            assert visit.completion == "completed", visit.texts
+            done = on_a.call(
+                "notes_publish",
+                arguments,
+                capabilities={"elicitation": {"url": {}}},
+                inputResponses={"publish_connect": {"action": "accept"}},
+                requestState=first["requestState"],
+            ).result
+            assert done["structuredContent"]["outcome"] == "published", done
+            assert [r.body["noteId"] for r in target.received] == [NOTE]
+            assert target.received[0].headers["authorization"] == "Bearer blog-credential-" + "y" * 12
+            again = (
+                d.client(b).call("notes_publish", arguments, capabilities={"elicitation": {"url": {}}}).result
+            )
+            assert again["structuredContent"]["outcome"] == "published", (
+                "B holds the credential A's link stored"
+            )
+            stored = d.sql("SELECT count(*) FROM publish_credentials WHERE principal = ?", (d.principal,))
+            assert stored == [(1,)]
+    finally:
+        target.stop()

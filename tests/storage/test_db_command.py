@@ -50,9 +50,17 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
 
     upgrade = notewarden("db", "upgrade", "--config", str(config), env=env)
     assert upgrade.returncode == 0, upgrade.stderr
-    assert upgrade.stdout.splitlines() == ["ledger: applied 1 step(s)", "sql_store: applied 1 step(s)"]
+    assert upgrade.stdout.splitlines() == [
+        "ledger: applied 1 step(s)",
+        "sql_store: applied 2 step(s)",
+        "publish: applied 1 step(s)",
+    ]
     again = notewarden("db", "upgrade", "--config", str(config), env=env)
-    assert again.stdout.splitlines() == ["ledger: already current", "sql_store: already current"]
+    assert again.stdout.splitlines() == [
+        "ledger: already current",
+        "sql_store: already current",
+        "publish: already current",
+    ]
 
     status = notewarden("db", "status", "--config", str(config), env=env)
     assert status.returncode == 0, status
@@ -60,6 +68,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
         "rows confirmations",
         "rows notes",
         "rows notes_trash",
+        "rows publish_connections",
         "oldest expiry",
         "expired, awaiting purge",
     ):
@@ -74,7 +83,7 @@ def test_sqlite_is_created_by_the_first_start_or_by_upgrade(tmp_path: Path) -> N
     assert status.returncode == 3 and "does not exist yet" in status.stdout
     upgrade = notewarden("db", "upgrade", "--config", str(config))
     assert upgrade.returncode == 0, upgrade.stderr
-    assert "sql_store: applied 1 step(s)" in upgrade.stdout
+    assert "sql_store: applied 2 step(s)" in upgrade.stdout and "publish" not in upgrade.stdout
     status = notewarden("db", "status", "--config", str(config))
     assert status.returncode == 0 and "rows notes" in status.stdout
     assert str(tmp_path / "state" / "notewarden.sqlite3") in status.stdout

@@ -24,7 +24,7 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore, derived_values
+from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from tests.pg import PgDatabase
@@ -78,33 +78,10 @@ def body(i: int) -> str:
 
 
 def seed(ledger: Ledger, workspace: str, count: int) -> None:
-    """Bulk rows, derived as the store derives them."""
+    store = SqlNoteStore(ledger)
     with ledger.critical_section() as txn:
-        dialect = txn.dialect
-        rows = [
-            (workspace, path, text, time.time_ns(), *derived_values(dialect, path, text))
-            for i in range(count)
-            for path, text in [(f"team{i % 20:02d}/report-{i:05d}.md", body(i))]
-        ]
-        columns = "workspace, path, body, modified_ns, " + ", ".join(
-            ["title", "title_keys", "title_grams", "front_matter", "tags"]
-            if dialect == "sqlite"
-            else ["title", "title_keys", "title_grams", "search", "front_matter", "tags"]
-        )
-        marks = ", ".join(["?"] * len(rows[0]))
-        statement = f"INSERT INTO notes ({columns}, derived_version) VALUES ({marks}, 1)"
-        if dialect == "sqlite":
-            txn.connection.executemany(statement, rows)
-        else:
-            statement = statement.replace("?", "%s").replace("%s, %s, %s)", "%s::jsonb, %s, 1)", 0)
-            cursor = txn.connection.cursor()
-            cursor.executemany(
-                statement.replace(
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1)",
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb, %s, 1)",
-                ),
-                rows,
-            )
+        for i in range(count):
+            store.add_row(txn, workspace, f"team{i % 20:02d}/report-{i:05d}.md", body(i), time.time_ns())
 
 
 @pytest.fixture(params=["sqlite", "postgres"], scope="module")

@@ -11,6 +11,7 @@ import pytest
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
+from notewarden.ledger.schema import SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.model import Note, content_version
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
@@ -318,3 +319,47 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     with ledger.critical_section() as txn:
         store.move_to_trash(txn, everywhere, candidate(renamed), principal="alice", confirmation_id="c")
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
+
+
+def test_a_seed_schema_database_upgraded_in_place_keeps_every_note_findable(
+    tmp_path: Path, pg: PgDatabase, workspace: FileUri
+) -> None:
+    """Schema step 2 on a database written by step 1: its rows are derived on the first query."""
+    seed = SchemaComponent(
+        SQL_STORE_SCHEMA.name,
+        SQL_STORE_SCHEMA.tables,
+        SQL_STORE_SCHEMA.sqlite[:1],
+        SQL_STORE_SCHEMA.postgres[:1],
+    )
+    for dialect in ("sqlite", "postgres"):
+        if dialect == "sqlite":
+            old: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[seed])
+        else:
+            url = pg.url.rsplit("/", 1)[0] + "/" + pg.create()
+            upgrader = PostgresLedger(url, components=[seed], check_schema=False)
+            upgrader.upgrade()
+            upgrader.close()
+            old = PostgresLedger(url, components=[seed])
+        for i in range(3):
+            sql(
+                old,
+                "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
+                str(workspace),
+                f"old/n{i}.md",
+                f"# Old note {i}\n\nwritten before search moved into the database\n",
+                time.time_ns(),
+            )
+        old.close()
+        if dialect == "sqlite":
+            new: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[SQL_STORE_SCHEMA])
+        else:
+            upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA], check_schema=False)
+            assert upgrader.upgrade()["sql_store"] == 1
+            upgrader.close()
+            new = PostgresLedger(url, components=[SQL_STORE_SCHEMA])
+        store = SqlNoteStore(new)
+        everywhere = scope(workspace)
+        assert [n.id for n in store.find_titled(everywhere, ["old", "note", "1"])] == ["old/n1.md"], dialect
+        assert len(store.search(everywhere, ["moved", "databa"], after=None, limit=10)) == 3, dialect
+        assert [n.title for n in store.list_notes(everywhere)] == [f"Old note {i}" for i in range(3)]
+        new.close()

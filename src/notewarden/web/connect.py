@@ -34,7 +34,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import Completion, Connections, ConnectionStatus, PendingConnection
+from notewarden.publish.connections import Completion, ConnectionStatus, PendingConnection
+from notewarden.publish.ledger_connections import ConnectionStore
 from notewarden.publish.vault import Sealer, page_sealer
 from notewarden.services import Services
 
@@ -82,7 +83,7 @@ def _not_for_you() -> HTMLResponse:
 class ConnectPages:
     def __init__(
         self,
-        connections: Connections,
+        connections: ConnectionStore,
         keys: Sequence[bytes],
         verify_token: TokenVerifier,
         targets: Callable[[], Mapping[str, PublishTarget]],
