@@ -129,6 +129,7 @@ def measure(
     workers: int,
     warmup: Sequence[BenchNote] = (),
     max_seconds: float | None = None,
+    database: str | None = None,
 ) -> dict[str, Any]:
     """The flow's stats; a warm-up that fails is recorded (with the server's log) instead of raised."""
     try:
@@ -141,6 +142,7 @@ def measure(
                 warmup=warmup,
                 max_seconds=max_seconds,
                 server_pids=server.pids,
+                database=database,
             )
         )
     except (FlowError, httpx2.HTTPError) as exc:
@@ -513,7 +515,10 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
             try:
                 warm = list(bench_notes(plan.notes, plan.warmup))
                 deletes = list(bench_notes(plan.notes + plan.warmup, plan.instance_deletes))
-                stats = measure(server, "delete", deletes, workers=plan.workers, warmup=warm)
+                database = (database_url or "").rsplit("/", 1)[1] if storage is not None else None
+                stats = measure(
+                    server, "delete", deletes, workers=plan.workers, warmup=warm, database=database
+                )
             finally:
                 server.stop()
             results[str(count)].append(stats)
@@ -533,8 +538,14 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
                 "1": _median(s["p50_ms"] for s in results["1"]),
                 "2": _median(s["p50_ms"] for s in results["2"]),
             },
-            "server_cpu_ms_per_flow": {
-                n: _median(s["extra"].get("server_cpu_ms_per_flow") for s in results[n]) for n in ("1", "2")
+            **{
+                key: {n: _median(s["extra"].get(key) for s in results[n]) for n in ("1", "2")}
+                for key in (
+                    "server_cpu_ms_per_flow",
+                    "database_cpu_ms_per_flow",
+                    "client_cpu_ms_per_flow",
+                    "machine_cpu_ms_per_flow",
+                )
             },
         }
     files, pg = out["stores"].get("files+sqlite", {}), out["stores"].get("postgres", {})

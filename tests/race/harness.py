@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from bench.data import bench_notes, write_workspace
 
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
@@ -299,6 +300,20 @@ class TrialRecord:
             and self.trash_rows == 1
             and self.claims_added == 1
         )
+
+
+def seed_background(d: StorageDeployment, count: int) -> None:
+    """`count` other notes in the workspace (bench/soak_race.py --notes): one transaction on a SQL
+    store, files on the files store."""
+    if not count:
+        return
+    if d.notes_kind == "files":
+        write_workspace(d.workspace_dir, bench_notes(0, count))
+        return
+    store = SqlNoteStore(d.ledger())
+    with d.ledger().critical_section() as txn:
+        for note in bench_notes(0, count):
+            store.add_row(txn, d.workspace_uri, note.id, note.markdown, time.time_ns())
 
 
 def seed_race_notes(d: StorageDeployment, trials: int) -> None:
