@@ -48,6 +48,7 @@ from notewarden.storage import open_ledger
 __all__ = ["TransferError", "export_folder", "import_folder", "run_transfer"]
 
 NOTE_MAX_BYTES = 64 * 1024 * 1024
+_BATCH = 500
 
 
 class TransferError(Exception):
@@ -203,14 +204,18 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         with ledger.critical_section() as txn:
             added, same, conflicts = 0, 0, []
             with _bar(len(notes), "importing") as bar:
-                for path, text, modified_ns in notes:
-                    if store.add_row(txn, workspace, path, text, modified_ns):
-                        added += 1
-                    elif store.row_body(txn, workspace, path) == text:
-                        same += 1
-                    else:
-                        conflicts.append(path)
-                    bar.update()
+                for start in range(0, len(notes), _BATCH):
+                    batch = notes[start : start + _BATCH]
+                    for (path, text, _), inserted in zip(
+                        batch, store.add_rows(txn, workspace, batch), strict=True
+                    ):
+                        if inserted:
+                            added += 1
+                        elif store.row_body(txn, workspace, path) == text:
+                            same += 1
+                        else:
+                            conflicts.append(path)
+                    bar.update(len(batch))
             if conflicts:
                 raise TransferError(
                     f"nothing was imported: {len(conflicts)} notes already exist in {workspace} with other "
@@ -220,6 +225,8 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
                 _insert_trash(txn, workspace, entry)
             # history: when the SQL stores keep it (the editing issue), it is copied here, in this
             # same transaction, and `export_folder` writes it back
+        if added:
+            store.settle_after_bulk_write()
     finally:
         ledger.close()
     return Report(added, same, len(trash), left_out)

@@ -311,9 +311,10 @@ def seed_background(d: StorageDeployment, count: int) -> None:
         write_workspace(d.workspace_dir, bench_notes(0, count))
         return
     store = SqlNoteStore(d.ledger())
+    rows = [(note.id, note.markdown, time.time_ns()) for note in bench_notes(0, count)]
     with d.ledger().critical_section() as txn:
-        for note in bench_notes(0, count):
-            store.add_row(txn, d.workspace_uri, note.id, note.markdown, time.time_ns())
+        store.add_rows(txn, d.workspace_uri, rows)
+    store.settle_after_bulk_write()
 
 
 def seed_race_notes(d: StorageDeployment, trials: int) -> None:

@@ -79,9 +79,10 @@ def body(i: int) -> str:
 
 def seed(ledger: Ledger, workspace: str, count: int) -> None:
     store = SqlNoteStore(ledger)
+    rows = [(f"team{i % 20:02d}/report-{i:05d}.md", body(i), time.time_ns()) for i in range(count)]
     with ledger.critical_section() as txn:
-        for i in range(count):
-            store.add_row(txn, workspace, f"team{i % 20:02d}/report-{i:05d}.md", body(i), time.time_ns())
+        store.add_rows(txn, workspace, rows)
+    store.settle_after_bulk_write()
 
 
 @pytest.fixture(params=["sqlite", "postgres"], scope="module")

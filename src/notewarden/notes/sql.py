@@ -178,6 +178,28 @@ _POSTGRES_QUERIES = {
 }
 
 _STATEMENTS = {dialect: _sql(dialect) for dialect in ("sqlite", "postgres")}
+_SETTLE = {
+    "postgres": [
+        *(
+            f"SELECT gin_clean_pending_list('{index}'::regclass)"
+            for index in (
+                "notes_search",
+                "notes_title_trigrams",
+                "notes_title_grams",
+                "notes_by_tag",
+                "notes_front_matter",
+            )
+        ),
+        "ANALYZE notes",
+    ],
+    "sqlite": [
+        *(
+            f"INSERT INTO {fts} ({fts}) VALUES ('optimize')"
+            for fts in ("notes_fts", "notes_title_fts", "notes_gram_fts")
+        ),
+        "ANALYZE notes",
+    ],
+}
 
 
 def derived_values(dialect: str, path: str, body: str, facts: Derived | None = None) -> list[object]:
@@ -551,14 +573,29 @@ class SqlNoteStore:
 
     # --- whole workspaces, for `notewarden import` and `export` (notewarden.transfer) -------------
 
-    def add_row(self, txn: LedgerTxn, workspace: str, path: str, body: str, modified_ns: int) -> bool:
-        """Insert a note as written elsewhere (its time kept); False when the path is taken."""
-        return bool(
-            txn.execute(
-                _STATEMENTS[txn.dialect]["insert"],
-                (workspace, path, body, modified_ns, *derived_values(txn.dialect, path, body)),
-            )
-        )
+    def add_rows(self, txn: LedgerTxn, workspace: str, rows: Sequence[tuple[str, str, int]]) -> list[bool]:
+        """Insert notes as written elsewhere, (path, body, modified_ns) each, their times kept; for
+        each, False when its path is taken. On PostgreSQL the statements are pipelined (one round
+        trip for the batch, not one per note)."""
+        statement = _STATEMENTS[txn.dialect]["insert"]
+        params = [(workspace, p, b, m, *derived_values(txn.dialect, p, b)) for p, b, m in rows]
+        if txn.dialect == "sqlite":
+            return [bool(txn.execute(statement, values)) for values in params]
+        cursor = txn.connection.cursor()
+        cursor.executemany(statement.replace("?", "%s").encode(), params, returning=True)
+        added = []
+        while True:
+            added.append(cursor.fetchone() is not None)
+            if not cursor.nextset():
+                return added
+
+    def settle_after_bulk_write(self) -> None:
+        """After many rows at once: merge the full-text indexes' pending entries and refresh the
+        planner's statistics, so the next queries neither read a long pending list nor plan with
+        the table's old size."""
+        with self._ledger.critical_section() as txn:
+            for statement in _SETTLE[txn.dialect]:
+                txn.execute(statement)
 
     def row_body(self, txn: LedgerTxn, workspace: str, path: str) -> str | None:
         rows = txn.execute("SELECT body FROM notes WHERE workspace = ? AND path = ?", (workspace, path))
