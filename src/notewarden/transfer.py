@@ -28,16 +28,18 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sqlite3
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from notewarden.config import Config, ConfigError, default_state_dir
-from notewarden.ledger import Ledger, LedgerTxn
+from notewarden.ledger import LedgerTxn
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA
 from notewarden.notes.sql import SqlNoteStore
@@ -112,19 +114,18 @@ def _sql_workspace(config: Config, uri: str) -> str:
     return str(workspace)
 
 
-@contextmanager
-def _folder_ledger(state_dir: Path, *, create: bool) -> Iterator[Ledger | None]:
-    """The files store's ledger of a folder's state directory (its trash rows), or None when it has none."""
+def _source_trash_rows(state_dir: Path, workspace: str) -> list[tuple[Any, ...]]:
+    """The files store's trash rows of a folder, read from its state directory without changing it."""
     path = state_dir / "notewarden.sqlite3"
-    if not create and not path.exists():
-        yield None
-        return
-    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    ledger = SqliteLedger(path, components=[FILES_STORE_SCHEMA])
-    try:
-        yield ledger
-    finally:
-        ledger.close()
+    if not path.exists():
+        return []
+    with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trash'").fetchone():
+            return []
+        return conn.execute(
+            "SELECT trash_id, note_id, title, principal, confirmation_id, deleted_at FROM trash WHERE workspace = ?",
+            (workspace,),
+        ).fetchall()
 
 
 def _bar(total: int, what: str) -> tqdm:  # type: ignore[type-arg]
@@ -160,16 +161,11 @@ def _all_files(root: WorkspaceRoot) -> Iterator[str]:
         yield from (n.path for n in listing.notes)
 
 
-def _read_trash(root: WorkspaceRoot, source: str, ledger: Ledger | None) -> list[TrashEntry]:
-    if ledger is None:
-        return []
-    with ledger.snapshot() as db:
-        rows = db.execute(
-            "SELECT trash_id, note_id, title, principal, confirmation_id, deleted_at FROM trash WHERE workspace = ?",
-            (source,),
-        )
+def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path) -> list[TrashEntry]:
     entries = []
-    for trash_id, note_id, title, principal, confirmation_id, deleted_at in rows:
+    for trash_id, note_id, title, principal, confirmation_id, deleted_at in _source_trash_rows(
+        state_dir, source
+    ):
         identity = root.trash_entry(trash_id)
         if identity is None:
             continue  # purged, or never committed: not in this folder's trash
@@ -195,9 +191,9 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         root = WorkspaceRoot.open(str(folder.resolve()))
     except FsError as exc:
         raise TransferError(f"cannot open {folder}: {exc}") from None
-    with root, _folder_ledger(state_dir, create=False) as source_ledger:
+    with root:
         notes, left_out = _read_folder(root)
-        trash = _read_trash(root, str(FileUri.from_path(str(folder.resolve()))), source_ledger)
+        trash = _read_trash(root, str(FileUri.from_path(str(folder.resolve()))), state_dir)
     ledger = open_ledger(config)
     try:
         store = SqlNoteStore(ledger)
@@ -305,8 +301,9 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
     ledger.close()
     partial.rename(folder)
     try:
-        with _folder_ledger(state_dir, create=True) as target:
-            assert target is not None
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = SqliteLedger(state_dir / "notewarden.sqlite3", components=[FILES_STORE_SCHEMA])
+        try:
             with target.critical_section() as txn:
                 uri = str(FileUri.from_path(str(folder)))
                 for entry, st in written:
@@ -328,6 +325,8 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
                         ),
                     )
                 # history: when the SQL stores keep it (the editing issue), it is written here too
+        finally:
+            target.close()
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
