@@ -43,7 +43,16 @@ from typing import Any
 from notewarden.notes.markdown import json_value, split_front_matter, title_of
 from notewarden.notes.model import TITLE_SCAN_BYTES, note_stem
 
-__all__ = ["Derived", "derive", "fold_words", "json_escaped", "search_query"]
+__all__ = [
+    "Derived",
+    "derive",
+    "fold_words",
+    "gram_token",
+    "json_escaped",
+    "search_query",
+    "search_vector",
+    "title_patterns",
+]
 
 _TOKEN = re.compile(r"[^\W_]+")
 _TAG_SPLIT = re.compile(r"[\s,]+")
