@@ -128,7 +128,7 @@ def _source_trash_rows(state_dir: Path, workspace: str) -> list[tuple[Any, ...]]
         ).fetchall()
 
 
-def _bar(total: int, what: str) -> tqdm:  # type: ignore[type-arg]
+def _bar(total: int | None, what: str) -> tqdm:  # type: ignore[type-arg]
     return tqdm(total=total, desc=what, unit=" notes", file=sys.stderr, disable=None, leave=False)
 
 
@@ -277,7 +277,7 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         partial.mkdir(parents=True, mode=0o755)
         store = SqlNoteStore(ledger)
         notes, left_out = 0, 0
-        with _bar(store.count_rows(workspace), "exporting") as bar:
+        with _bar(None, "exporting") as bar:  # no total: counting the notes would read them all once more
             for path, text, modified_ns in store.all_rows(workspace):
                 try:
                     split_relative(path)

@@ -110,7 +110,7 @@ def seeded(
 
 
 def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
-    """Every store method, each way its SQL differs."""
+    """Every store method, each way its SQL differs (`add_rows` sends the statement `create_note` does)."""
     everywhere = WorkspaceScope("alice", WORKSPACE, (), None)
     folder = WorkspaceScope("alice", WORKSPACE, ("team03",), None)
     store.list_notes(folder)
@@ -152,6 +152,11 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
     with recorder.critical_section() as txn:  # another program's row: derived before the next query
         txn.execute(FOREIGN_INSERT, (str(WORKSPACE), "imported/x.md", "# Imported\n", time.time_ns()))
     assert [n.id for n in store.find_titled(everywhere, ["imported"])] == ["imported/x.md"]
+    # notewarden export and import (notewarden.transfer): a workspace page by page, its trash
+    assert next(iter(store.all_rows(str(WORKSPACE))))[0] == "imported/x.md"
+    store.trash_rows(str(WORKSPACE))
+    with recorder.critical_section() as txn:
+        assert store.row_body(txn, str(WORKSPACE), "imported/x.md") == "# Imported\n"
 
 
 def plan_lines(ledger: Ledger, sql: str, params: Sequence[object]) -> list[str]:

@@ -601,10 +601,6 @@ class SqlNoteStore:
         rows = txn.execute("SELECT body FROM notes WHERE workspace = ? AND path = ?", (workspace, path))
         return str(rows[0][0]) if rows else None
 
-    def count_rows(self, workspace: str) -> int:
-        with self._ledger.snapshot() as db:
-            return int(db.execute("SELECT count(*) FROM notes WHERE workspace = ?", (workspace,))[0][0])
-
     def all_rows(self, workspace: str) -> Iterator[tuple[str, str, int]]:
         """Every note of the workspace as (path, body, modified_ns), by path, a page per snapshot."""
         after = ""
