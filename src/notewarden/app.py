@@ -35,6 +35,7 @@ from starlette.routing import Route
 from notewarden import __version__
 from notewarden.config import Config
 from notewarden.legacy import live_elicitation
+from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import RateLimiter, limit_destructive
@@ -99,6 +100,13 @@ def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
     return resolve
 
 
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The client's own name (`clientInfo`, from `_meta` or `initialize`), for display only."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.title or info.name) if info is not None else ""
+
+
 def build_server(
     services: Services,
     *,
@@ -131,6 +139,7 @@ def build_server(
             request_state=params.request_state,
             report_progress=ctx.session.report_progress,
             live=live_elicitation(ctx),
+            client_name=client_name(ctx),
         )
         return await registry.call(call)
 
@@ -150,7 +159,7 @@ def build_server(
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
     security = RequestStateSecurity(
-        keys=services.sealing_keys,
+        codec=KeyReportingCodec(services.sealing_keys),
         ttl=services.config.confirmation_ttl_seconds,
         bind_principal=resolve_principal,
     )

@@ -1,5 +1,8 @@
-"""Command line: `notewarden serve`, `notewarden demo`.
+"""Command line: `notewarden serve`, `notewarden init`, `notewarden doctor`, and the rest.
 
+notewarden init [DIR ...] [--http] [--port N]            # write a config, print client entries
+notewarden token add|revoke PRINCIPAL [--config FILE]   # a new bearer token (shown once) / revoke
+notewarden doctor [--config FILE]                        # pass/fail list with fixes; exit 1 on a fail
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
 notewarden demo                                          # the walkthrough
@@ -7,6 +10,7 @@ notewarden db upgrade --config FILE                      # create / upgrade the 
 notewarden db status --config FILE                       # schema versions, row counts, expiry
 notewarden import FOLDER --config FILE --workspace URI   # a markdown folder into a SQL store
 notewarden export FOLDER --config FILE --workspace URI   # a SQL store's workspace into a new folder
+notewarden takeover DIR (--config FILE | --state-dir DIR)  # own a folder whose owner ledger is gone
 notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
 notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
 """
@@ -48,6 +52,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not confine the process with Landlock (default: confined; see docs/security.md)",
     )
 
+    init = sub.add_parser("init", help="write a commented config for these folders and print client entries")
+    init.add_argument("directories", nargs="*", metavar="DIR", help="workspace folders (default: .)")
+    init.add_argument(
+        "--http", action="store_true", help="also serve over HTTP: make a bearer token (shown once)"
+    )
+    init.add_argument("--port", type=int, default=8765, help="with --http: the port (default 8765)")
+    init.add_argument(
+        "--principal", metavar="NAME", help="who you are in the config (default: your user name)"
+    )
+    init.add_argument(
+        "--config", metavar="FILE", help="where to write it (default ~/.config/notewarden/notewarden.toml)"
+    )
+    init.add_argument(
+        "--state-dir", metavar="DIR", help="ledger, key and index (default ~/.local/state/notewarden)"
+    )
+
+    token = sub.add_parser("token", help="add a bearer token for a principal (shown once), or revoke tokens")
+    token.add_argument("action", choices=["add", "revoke"])
+    token.add_argument("principal", metavar="PRINCIPAL")
+    token.add_argument(
+        "--config", metavar="FILE", help="the config (default ~/.config/notewarden/notewarden.toml)"
+    )
+    token.add_argument(
+        "--grant",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="add: create PRINCIPAL with this workspace",
+    )
+    token.add_argument(
+        "--all", action="store_true", help="revoke: every token of PRINCIPAL (else one, from stdin)"
+    )
+
+    doctor = sub.add_parser("doctor", help="check a set-up: pass/fail with the fix for each failure")
+    doctor.add_argument(
+        "--config", metavar="FILE", help="the config (default ~/.config/notewarden/notewarden.toml)"
+    )
+
     demo = sub.add_parser("demo", help="walk through a confirmed delete against a real server")
     demo.add_argument(
         "--dir", metavar="DIR", help="where to create the sample workspace (default: a temp dir)"
@@ -81,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="DIR",
             help="the folder's files-store state (its trash rows); default: what `serve --workspace FOLDER` uses",
         )
+    takeover = sub.add_parser(
+        "takeover", help="make this ledger the owner of a workspace folder whose owner ledger is gone"
+    )
+    takeover.add_argument("folder", metavar="DIR", help="the workspace folder")
+    owner = takeover.add_mutually_exclusive_group()
+    owner.add_argument(
+        "--config", metavar="FILE", help="the TOML configuration of the servers that will own it"
+    )
+    owner.add_argument(
+        "--state-dir", metavar="DIR", help="without --config: the state dir (default as for serve)"
+    )
 
     client = sub.add_parser("client", help="an interactive terminal host for any 2026-07-28 MCP server")
     target = client.add_mutually_exclusive_group(required=True)
@@ -115,11 +168,13 @@ def resolve_config(args: argparse.Namespace) -> Config:
 
 
 def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> None:
-    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1)."""
+    """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1),
+    granting the state dir of a ledger it will share (notes.ownership Rule 2) too."""
     from notewarden.scope.sandbox import apply_sandbox
+    from notewarden.services import shared_state_dirs
 
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    apply_sandbox(config, enabled=enabled, bind_port=bind_port)
+    apply_sandbox(config, enabled=enabled, bind_port=bind_port, shared_state_dirs=shared_state_dirs(config))
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -152,6 +207,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
+        if args.command == "init":
+            from notewarden.firstrun.commands import run_init
+
+            return run_init(
+                args.directories,
+                http=args.http,
+                port=args.port,
+                principal=args.principal,
+                config=args.config,
+                state_dir=args.state_dir,
+            )
+        if args.command == "token":
+            from notewarden.firstrun.commands import run_token
+
+            return run_token(
+                args.action, args.principal, config=args.config, grant=args.grant, revoke_all=args.all
+            )
+        if args.command == "doctor":
+            from notewarden.firstrun.doctor import run_doctor
+
+            return run_doctor(args.config)
         if args.command == "demo":
             from notewarden.demo import run_demo
 
@@ -166,6 +242,15 @@ def main(argv: list[str] | None = None) -> int:
             return run_transfer(
                 args.command, load_config(args.config), args.workspace, args.folder, args.state_dir
             )
+        if args.command == "takeover":
+            from notewarden.trashcommand import run_takeover
+
+            config = (
+                load_config(args.config)
+                if args.config
+                else config_for_directories([args.folder], state_dir=args.state_dir)
+            )
+            return run_takeover(config, args.folder)
         if args.command == "client":
             from notewarden.client.tui import run_client
 

@@ -28,6 +28,7 @@ loaded; an error names the key, what was wrong and what is allowed.
     resource = "https://notes.example.com/mcp" # this server's URL: the audience tokens must carry
     issuer = "https://auth.example.com"        # the only accepted `iss`
     jwks_file = "/etc/notewarden/jwks.json"    # or jwks_url = "https://auth.example.com/jwks.json"
+    connect_client_id = "notewarden-connect"   # connect pages: sign in at the server (code + PKCE)
 
     [limits]
     destructive_per_minute = 30                # calls of destructive tools, per principal and process
@@ -130,6 +131,8 @@ class OAuthSettings:
     jwks_url: str | None = None
     algorithms: tuple[str, ...] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
     leeway_seconds: float = 30.0
+    connect_client_id: str | None = None  # the connect pages sign people in with this public client
+    connect_scope: str = "openid notes:read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +328,7 @@ _SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
 def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
     where = "[oauth]"
     known = {"resource", "issuer", "authorization_servers", "jwks_file", "jwks_url", "algorithms"}
-    _reject_unknown(table, known | {"leeway_seconds"}, where)
+    _reject_unknown(table, known | {"leeway_seconds", "connect_client_id", "connect_scope"}, where)
     resource, issuer = _http_url(table, "resource", where), _http_url(table, "issuer", where)
     if ("jwks_file" in table) == ("jwks_url" in table):
         raise ConfigError("[oauth] needs exactly one of jwks_file (a path) or jwks_url (an https URL)")
@@ -357,6 +360,10 @@ def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
         jwks_url=_http_url(table, "jwks_url", where) if "jwks_url" in table else None,
         algorithms=algorithms,
         leeway_seconds=float(leeway),
+        connect_client_id=_str(table, "connect_client_id", where) if "connect_client_id" in table else None,
+        connect_scope=_str(table, "connect_scope", where)
+        if "connect_scope" in table
+        else defaults.connect_scope,
     )
 
 

@@ -8,8 +8,6 @@ a replay, decline and cancel.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import socket
 import subprocess
 import sys
@@ -27,6 +25,8 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+
+from notewarden.firstrun.config_file import new_token, token_hash
 
 __all__ = ["SAMPLE_NOTES", "run_demo", "write_sample_workspace"]
 
@@ -100,15 +100,17 @@ async def running_server(transport: str, workspace: Path, state: Path) -> AsyncI
 
         yield stdio_client
         return
-    token = secrets.token_urlsafe(24)
+    token = new_token()
     port = _free_port()
     config = state / "notewarden.toml"
     config.write_text(
         f'state_dir = "{state}"\n[[workspace]]\nuri = "file://{workspace}"\n'
         f'[[principal]]\nid = "demo"\nworkspaces = ["file://{workspace}"]\n'
-        f'token_sha256 = ["{hashlib.sha256(token.encode()).hexdigest()}"]\n'
+        f'token_sha256 = ["{token_hash(token)}"]\n'
         f"[http]\nport = {port}\n"
     )
+    print(f"HTTP server: http://127.0.0.1:{port}/mcp, config {config}")
+    print(f"bearer token (principal demo; the config holds only its SHA-256): {token}\n")
     proc = subprocess.Popen(
         [
             sys.executable,

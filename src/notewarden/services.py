@@ -1,23 +1,57 @@
-"""The long-lived parts a running server is made of, built once from configuration."""
+"""The long-lived parts a running server is made of, built once from configuration.
+
+With the files store, each workspace folder's trash belongs to one ledger (`notes.ownership`):
+at start-up every folder is marked or its owner read, and the rule for it (owner, shared,
+refused) is decided and logged; `Services.trash_ledger` then hands every trash step of that
+workspace the owner's ledger, or refuses it. Interrupted deletes are recovered only under the
+ledger that wrote them.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from notewarden.config import Config
 from notewarden.faults import armed_point
-from notewarden.ledger import Ledger
+from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.files import FILES_STORE_SCHEMA
+from notewarden.notes.ownership import (
+    OwnerMarker,
+    Relation,
+    WorkspaceOwnedElsewhere,
+    claim_owner,
+    read_owner,
+    sharing_refusal,
+)
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import Connections
 from notewarden.publish.ledger_connections import ConnectionStore, LedgerConnections
+from notewarden.scope.fsroot import FsError, WorkspaceRoot
 from notewarden.scope.grants import Grants
-from notewarden.sealing import load_or_create_keys
+from notewarden.scope.uri import FileUri
+from notewarden.sealing import SealingKeys, load_or_create_keys
 from notewarden.storage import open_ledger, open_store
 
-__all__ = ["Services", "open_services"]
+__all__ = ["Services", "WorkspaceTrash", "open_services", "shared_state_dirs"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkspaceTrash:
+    """How this server may use one workspace folder's trash."""
+
+    workspace: FileUri
+    relation: Relation
+    owner: OwnerMarker | None
+    ledger: Ledger | None = None
+    """The owner's ledger (this server's own, or the shared one); None when refused."""
+    refusal: WorkspaceOwnedElsewhere | None = None
 
 
 @dataclass
@@ -28,17 +62,55 @@ class Services:
     store: NoteStore
     sealing_keys: list[bytes]
     connections: ConnectionStore | None = None  # notes_publish: pending URL-mode steps, sealed credentials
+    trash: dict[str, WorkspaceTrash] = field(default_factory=dict)
+    """Per workspace folder (files store only): the rule of `notes.ownership` decided at start-up."""
+    shared_ledgers: list[Ledger] = field(default_factory=list)
+    """Other state dirs' SQLite ledgers this server uses for the folders they own."""
+    _trash_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def trash_ledger(self, workspace: FileUri | str) -> Ledger:
+        """The ledger that holds this workspace's claims and trash rows; `WorkspaceOwnedElsewhere`
+        when this server may not change its trash. A refused folder that a takeover has since
+        marked for this server's ledger is served from then on (after recovering it)."""
+        trash = self.trash.get(str(workspace))
+        if trash is None:
+            return self.ledger
+        if trash.ledger is not None:
+            return trash.ledger
+        assert trash.refusal is not None
+        with self._trash_lock:
+            return self._served_after_takeover(trash)
+
+    def _served_after_takeover(self, trash: WorkspaceTrash) -> Ledger:
+        if trash.ledger is not None:
+            return trash.ledger
+        assert trash.refusal is not None
+        workspace = trash.workspace
+        try:
+            owner = read_owner(self.grants.root(workspace))
+        except (ValueError, FsError):
+            raise trash.refusal from None
+        if owner is None or owner.ledger_id != self.ledger.identity.ledger_id:
+            raise trash.refusal
+        with self.ledger.critical_section() as txn:
+            self.store.recover(txn, workspace, self.grants.directory(workspace))
+        trash.relation, trash.owner, trash.ledger, trash.refusal = Relation.OWNER, owner, self.ledger, None
+        log_trash_rule(trash)
+        return self.ledger
 
     def close(self) -> None:
         self.store.close()
         self.ledger.close()
+        for shared in self.shared_ledgers:
+            shared.close()
         self.grants.close()
         if self.connections is not None:
             self.connections.close()
 
 
 def open_services(config: Config) -> Services:
-    """Open workspaces, ledger and keys, then finish any delete a crash interrupted."""
+    """Open workspaces, ledger and keys, decide who owns each folder's trash, then finish any
+    delete a crash interrupted."""
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     grants = Grants(config)
     grants.open_all()
@@ -47,18 +119,23 @@ def open_services(config: Config) -> Services:
     ledger = open_ledger(config)
     store = open_store(config, ledger)
     keys = load_or_create_keys(config.state_dir)
+    log_sealing_keys(keys, config)
     services = Services(
         config=config,
         grants=grants,
         ledger=ledger,
         store=store,
-        sealing_keys=keys,
+        sealing_keys=keys.keys,
         connections=(
-            LedgerConnections(ledger, keys)  # shared by every instance (docs/deployment.md)
+            LedgerConnections(ledger, keys.keys)  # shared by every instance (docs/deployment.md)
             if config.storage.ledger == "postgres"
-            else Connections(config.state_dir / "publish.sqlite3", keys)
+            else Connections(config.state_dir / "publish.sqlite3", keys.keys)
         ),
     )
+    if config.storage.workspaces_are_directories:
+        for workspace in config.workspaces:
+            services.trash[str(workspace)] = settle_trash_owner(services, workspace)
+            log_trash_rule(services.trash[str(workspace)])
     recover_interrupted_deletes(services)
     directories = [grants.directory(w) for w in config.workspaces]
     resolvers = sorted({d.resolver for d in directories if d is not None})
@@ -74,10 +151,111 @@ def open_services(config: Config) -> Services:
     return services
 
 
+def settle_trash_owner(services: Services, workspace: FileUri) -> WorkspaceTrash:
+    """Mark the folder for this server's ledger, or apply the rule of `notes.ownership` to its owner."""
+    ours = services.ledger.identity
+    try:
+        owner = claim_owner(services.grants.root(workspace), ours)
+    except ValueError as exc:
+        refusal = WorkspaceOwnedElsewhere(str(workspace), None, ours, str(exc))
+        return WorkspaceTrash(workspace, Relation.REFUSED, None, refusal=refusal)
+    if owner.ledger_id == ours.ledger_id:
+        return WorkspaceTrash(workspace, Relation.OWNER, owner, services.ledger)
+    reason = sharing_refusal(owner)
+    if reason is None:
+        shared, reason = openshared_ledgers_ledger(services, owner)
+        if shared is not None:
+            return WorkspaceTrash(workspace, Relation.SHARED, owner, shared)
+    refusal = WorkspaceOwnedElsewhere(str(workspace), owner, ours, reason)
+    return WorkspaceTrash(workspace, Relation.REFUSED, owner, refusal=refusal)
+
+
+def openshared_ledgers_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger | None, str]:
+    """The owner's SQLite ledger file, opened read-write, if it still is that ledger; else why not."""
+    for shared in services.shared_ledgers:
+        if shared.identity.ledger_id == owner.ledger_id:
+            return shared, ""
+    try:
+        opened = SqliteLedger(
+            Path(owner.location),
+            components=[FILES_STORE_SCHEMA],
+            durability=services.config.storage.durability,
+        )
+    except (LedgerUnavailable, SchemaOutOfDate, sqlite3.Error, OSError) as exc:
+        return None, f"its file {owner.location} cannot be opened read-write here ({exc})"
+    if opened.identity.ledger_id != owner.ledger_id:
+        opened.close()
+        return None, (
+            f"its file {owner.location} now holds another ledger ({opened.identity.ledger_id}), so the owner is gone"
+        )
+    services.shared_ledgers.append(opened)
+    return opened, ""
+
+
+def log_trash_rule(trash: WorkspaceTrash) -> None:
+    extra = {
+        "event": "trash_owner",
+        "workspace": str(trash.workspace),
+        "rule": trash.relation.value,
+        "owner_ledger": trash.owner.ledger_id if trash.owner else None,
+        "owner": trash.owner.describe() if trash.owner else None,
+    }
+    if trash.refusal is not None:
+        logger.warning("workspace trash refused: %s", trash.refusal.explanation, extra=extra)
+    elif trash.relation is Relation.SHARED:
+        logger.info("workspace trash shared: its claims and trash rows go to the owner's ledger", extra=extra)
+    else:
+        logger.info("workspace trash owned by this server's ledger", extra=extra)
+
+
+def log_sealing_keys(keys: SealingKeys, config: Config) -> None:
+    """Which key set seals (ids, never keys), from where; a warning where other instances need it too."""
+    extra = {"event": "sealing_keys", "key_ids": ",".join(keys.key_ids), "source": keys.source}
+    logger.info(
+        "sealing keys %s from %s%s",
+        extra["key_ids"],
+        keys.source,
+        " (created now)" if keys.created else "",
+        extra=extra,
+    )
+    if keys.from_file and config.storage.ledger == "postgres":
+        logger.warning(
+            "the PostgreSQL ledger serves several instances, but this one's sealing keys come from its own "
+            "state dir (%s): another instance cannot open its confirmations (-32602 Invalid or expired "
+            "requestState). Give every instance the same NOTEWARDEN_SEALING_KEYS (docs/deployment.md, section 4)",
+            keys.source,
+            extra=extra,
+        )
+
+
+def shared_state_dirs(config: Config) -> list[Path]:
+    """State dirs of other ledgers this server may share (`notes.ownership` Rule 2), read from the
+    folders' owner markers before the sandbox is applied, so that it can grant them."""
+    if not config.storage.workspaces_are_directories:
+        return []
+    found: list[Path] = []
+    for workspace in config.workspaces:
+        try:
+            with WorkspaceRoot.open(workspace.path) as root:
+                owner = read_owner(root)
+        except (FsError, ValueError, OSError):
+            continue  # start-up reports it
+        if owner is None or owner.state_dir is None or sharing_refusal(owner) is not None:
+            continue
+        if Path(owner.state_dir) not in (config.state_dir, *found):
+            found.append(Path(owner.state_dir))
+    return found
+
+
 def recover_interrupted_deletes(services: Services) -> int:
+    """Under each folder's owner ledger (never another's: `notes.ownership` Rule 1)."""
     recovered = 0
-    with services.ledger.critical_section() as txn:
-        for workspace in services.config.workspaces:
+    for workspace in services.config.workspaces:
+        trash = services.trash.get(str(workspace))
+        ledger = services.ledger if trash is None else trash.ledger
+        if ledger is None:
+            continue  # refused: its owner's servers recover it
+        with ledger.critical_section() as txn:
             recovered += services.store.recover(txn, workspace, services.grants.directory(workspace))
     if recovered:
         logger.warning("recovered %d interrupted delete(s) at start-up", recovered)

@@ -138,6 +138,9 @@ def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, li
                 for table in component.tables:
                     ((rows,),) = db.execute(f"SELECT count(*) FROM {table}")
                     lines.append((f"rows {table}", str(rows)))
+        if versions.get(LEDGER_SCHEMA.name, 0) >= 2:
+            ((ledger_id,),) = db.execute("SELECT ledger_id FROM ledger_identity")
+            lines.append(("ledger id", f"{ledger_id} (named in each workspace folder's trash it owns)"))
         if versions.get(LEDGER_SCHEMA.name, 0):
             ((oldest, expired),) = db.execute(
                 "SELECT min(expires_at), count(CASE WHEN expires_at < ? THEN 1 END) FROM confirmations",

@@ -5,8 +5,10 @@
 
 Rule 1 (what is carried): the notes, exactly the files the files store lists (`fsroot.list_notes`:
 `.md`/`.markdown`, no dot names, no symlinks), and the trash: each entry of the folder's
-`.notewarden-trash/` with the row the files store keeps for it in its state directory's ledger
-(`--state-dir`, default: where `notewarden serve --workspace FOLDER` keeps it). Anything else in
+`.notewarden-trash/` with the row the files store keeps for it in the ledger that owns the
+folder (the SQLite ledger its owner marker names, `notes.ownership`; `--state-dir` names another;
+default: where `notewarden serve --workspace FOLDER` keeps it). Export writes the rows into
+`--state-dir`'s ledger and marks the new folder as that ledger's. Anything else in
 the folder (attachments, dot files) is counted and left out. History is not carried yet: when the
 SQL stores keep it, the two places marked "history:" below copy it in the same transaction.
 
@@ -42,6 +44,7 @@ from notewarden.config import Config, ConfigError, default_state_dir
 from notewarden.ledger import LedgerTxn
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA
+from notewarden.notes.ownership import read_owner, take_over
 from notewarden.notes.sql import SqlNoteStore
 from notewarden.scope.fsroot import TRASH_DIR_NAME, FsError, PathRejected, WorkspaceRoot, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
@@ -114,9 +117,17 @@ def _sql_workspace(config: Config, uri: str) -> str:
     return str(workspace)
 
 
-def _source_trash_rows(state_dir: Path, workspace: str) -> list[tuple[Any, ...]]:
-    """The files store's trash rows of a folder, read from its state directory without changing it."""
-    path = state_dir / "notewarden.sqlite3"
+def _source_trash_rows(root: WorkspaceRoot, state_dir: Path | None, workspace: str) -> list[tuple[Any, ...]]:
+    """The files store's trash rows of a folder, read without changing anything: from the SQLite
+    ledger its owner marker names (`notes.ownership`), else from `state_dir`'s."""
+    path = None if state_dir is None else state_dir / "notewarden.sqlite3"
+    if path is None:
+        try:
+            owner = read_owner(root)
+        except ValueError:
+            owner = None
+        path = Path(owner.location) if owner is not None and owner.kind == "sqlite" else None
+        path = path or default_state_dir() / "notewarden.sqlite3"
     if not path.exists():
         return []
     with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
@@ -161,10 +172,10 @@ def _all_files(root: WorkspaceRoot) -> Iterator[str]:
         yield from (n.path for n in listing.notes)
 
 
-def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path) -> list[TrashEntry]:
+def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path | None) -> list[TrashEntry]:
     entries = []
     for trash_id, note_id, title, principal, confirmation_id, deleted_at in _source_trash_rows(
-        state_dir, source
+        root, state_dir, source
     ):
         identity = root.trash_entry(trash_id)
         if identity is None:
@@ -185,7 +196,7 @@ def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path) -> list[Trash
     return entries
 
 
-def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir: Path) -> Report:
+def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir: Path | None) -> Report:
     workspace = _sql_workspace(config, workspace_uri)
     try:
         root = WorkspaceRoot.open(str(folder.resolve()))
@@ -264,7 +275,7 @@ def _write(path: Path, text: str, modified_ns: int, mode: int = 0o644) -> os.sta
         os.close(fd)
 
 
-def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir: Path) -> Report:
+def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir: Path | None) -> Report:
     workspace = _sql_workspace(config, workspace_uri)
     folder = folder.absolute()
     if folder.exists() or folder.is_symlink():
@@ -300,10 +311,13 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         raise
     ledger.close()
     partial.rename(folder)
+    state_dir = state_dir or default_state_dir()
     try:
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = SqliteLedger(state_dir / "notewarden.sqlite3", components=[FILES_STORE_SCHEMA])
         try:
+            with WorkspaceRoot.open(str(folder)) as root:  # the folder's trash belongs to that ledger
+                take_over(root, target.identity)
             with target.critical_section() as txn:
                 uri = str(FileUri.from_path(str(folder)))
                 for entry, st in written:
@@ -338,10 +352,9 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
 
 def run_transfer(action: str, config: Config, workspace_uri: str, folder: str, state_dir: str | None) -> int:
     """`import` or `export`; exit 0 done, 1 stopped (nothing written)."""
-    state = Path(state_dir) if state_dir else default_state_dir()
     run = import_folder if action == "import" else export_folder
     try:
-        report = run(config, workspace_uri, Path(folder), state_dir=state)
+        report = run(config, workspace_uri, Path(folder), state_dir=Path(state_dir) if state_dir else None)
     except TransferError as exc:
         print(f"notewarden {action}: {exc}", file=sys.stderr)
         return 1

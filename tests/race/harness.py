@@ -37,7 +37,7 @@ from notewarden.config import load_config
 from notewarden.ledger import Ledger
 from notewarden.notes.sql import SqlNoteStore
 from notewarden.scope.fsroot import TRASH_DIR_NAME as TRASH_DIR
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
@@ -76,6 +76,10 @@ class StorageDeployment:
     servers: list[HttpServer] = field(default_factory=list)
     granted: bool = True
     extra_config: str = ""  # TOML tables appended to every instance's config
+    own_state_dirs: set[str] = field(default_factory=set)
+    """Instances given a state dir of their own (`state-<instance>`), e.g. a second server on the folder."""
+    own_ledgers: dict[str, str] = field(default_factory=dict)
+    """Instances whose `[storage] ledger` differs from the backend's (files store only)."""
     _ledger: Ledger | None = None
 
     def __post_init__(self) -> None:
@@ -101,7 +105,8 @@ class StorageDeployment:
     def state_dir(self, instance: str = "a") -> Path:
         """Instances on one host share state_dir (the SQLite ledger, the files store's index and its
         update lock live there); with notes in PostgreSQL each instance has its own."""
-        return self.root / ("state" if self.notes_kind != "postgres" else f"state-{instance}")
+        shared = self.notes_kind != "postgres" and instance not in self.own_state_dirs
+        return self.root / ("state" if shared else f"state-{instance}")
 
     def write_configs(self, *, granted: bool | None = None, instances: tuple[str, ...] = ()) -> None:
         if granted is not None:
@@ -111,8 +116,9 @@ class StorageDeployment:
             path = self.config_path(instance)
             self.state_dir(instance).mkdir(mode=0o700, exist_ok=True)
             grants = json.dumps([self.workspace_uri] if self.granted else [])
-            storage = f'[storage]\nnotes = "{self.notes_kind}"\nledger = "{self.ledger_kind}"\n'
-            if self.uses_postgres:
+            ledger = self.own_ledgers.get(instance, self.ledger_kind)
+            storage = f'[storage]\nnotes = "{self.notes_kind}"\nledger = "{ledger}"\n'
+            if ledger == "postgres":
                 assert self.database is not None
                 storage += f'database_url = "{database_url(self.database)}"\nconnect_timeout_seconds = 2\n'
             path.write_text(
@@ -229,18 +235,21 @@ class StorageDeployment:
             "SELECT trash_id FROM trash WHERE workspace = ? AND note_id = ?", (self.workspace_uri, note_id)
         )
         named = {r[0] for r in rows}
-        named |= {line["trash_id"] for line in self.trash_journal() if line["note_id"] == note_id}
+        named |= {line["trash_id"] for line in self.trash_journal() if line.get("note_id") == note_id}
         return len(named & set(self.trash_entries()))
 
     def trash_entries(self) -> list[str]:
-        """The trash folder's entries (files store), the intent journal left out."""
+        """The trash folder's entries (files store), its records (the intent journal, the owner) left out."""
         trash = self.workspace_dir / TRASH_DIR
-        return (
-            sorted(p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME) if trash.exists() else []
-        )
+        return sorted(p.name for p in trash.iterdir() if not p.name.startswith("~")) if trash.exists() else []
+
+    def trash_owner(self) -> dict[str, Any]:
+        """The folder's owner marker (files store): which ledger owns its trash."""
+        return dict(json.loads((self.workspace_dir / TRASH_DIR / TRASH_OWNER_NAME).read_text()))
 
     def trash_journal(self) -> list[dict[str, Any]]:
-        """The lines of the files store's intent journal: deletes not known to be committed or undone."""
+        """The lines of the files store's intent journal: intents not yet settled by their ledger's
+        recovery, and `committed` lines."""
         journal = self.workspace_dir / TRASH_DIR / TRASH_JOURNAL_NAME
         return [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
 

@@ -41,11 +41,13 @@ def wait_for(condition: Callable[[], bool], seconds: float = 30) -> None:
         time.sleep(0.02)
 
 
-def kill_during_round2(d: StorageDeployment, server: HttpServer, first: Round1, pause: Path) -> None:
+def kill_during_round2(
+    d: StorageDeployment, server: HttpServer, first: Round1, pause: Path, note_id: str = NOTE
+) -> None:
     """Send round 2, wait until the server holds at its pause point, SIGKILL it."""
     with ThreadPoolExecutor(1) as pool:
         client = d.client(server)
-        pending = pool.submit(d.round2, client, first, NOTE)
+        pending = pool.submit(d.round2, client, first, note_id)
         wait_for(pause.exists)
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait(timeout=10)

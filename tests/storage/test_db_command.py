@@ -39,7 +39,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
 
     status = notewarden("db", "status", "--config", str(config), env=env)
     assert status.returncode == 3, status
-    assert "schema ledger" in status.stdout and "version 0 of 1" in status.stdout
+    assert "schema ledger" in status.stdout and "version 0 of 2" in status.stdout
     assert f"postgres@127.0.0.1:5432/{empty}" in status.stdout
 
     serve = notewarden(
@@ -51,9 +51,9 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
     upgrade = notewarden("db", "upgrade", "--config", str(config), env=env)
     assert upgrade.returncode == 0, upgrade.stderr
     assert upgrade.stdout.splitlines() == [
-        "ledger: applied 1 step(s)",
+        "ledger: applied 2 step(s)",
         "sql_store: applied 2 step(s)",
-        "publish: applied 1 step(s)",
+        "publish: applied 2 step(s)",
     ]
     again = notewarden("db", "upgrade", "--config", str(config), env=env)
     assert again.stdout.splitlines() == [
@@ -65,6 +65,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
     status = notewarden("db", "status", "--config", str(config), env=env)
     assert status.returncode == 0, status
     for line in (
+        "ledger id",
         "rows confirmations",
         "rows notes",
         "rows notes_trash",

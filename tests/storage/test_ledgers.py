@@ -7,6 +7,7 @@ transactions, and a schema that is behind is refused with the command to run.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.ledger import Claim, Ledger, LedgerUnavailable, SchemaOutOfDate
+from notewarden.ledger import Claim, Ledger, LedgerUnavailable, PriorUse, SchemaOutOfDate
 from notewarden.ledger.postgres import PostgresLedger, describe_dsn
+from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA
 from tests.pg import SECRET_PASSWORD, PgDatabase, database_url
@@ -54,9 +56,9 @@ def test_a_confirmation_is_claimed_once(ledger: Ledger) -> None:
         assert txn.claim_confirmation(claim(cid)) is True
     with ledger.critical_section() as txn:
         assert txn.claim_confirmation(claim(cid)) is False
-        assert txn.prior_outcome(cid, "alice") == "deleted"
+        assert txn.prior_outcome(cid, "alice") == PriorUse("deleted")
         assert txn.prior_outcome(cid, "bob") is None, "another principal learns nothing"
-    assert ledger.consumed_outcome(cid, "alice") == "deleted"
+    assert ledger.consumed_outcome(cid, "alice") == PriorUse("deleted")
 
 
 def test_a_failed_critical_section_keeps_nothing_and_runs_undo_last_first(ledger: Ledger) -> None:
@@ -70,6 +72,101 @@ def test_a_failed_critical_section_keeps_nothing_and_runs_undo_last_first(ledger
     assert ledger.consumed_outcome(cid, "alice") is None
     with ledger.critical_section() as txn:
         assert txn.claim_confirmation(claim(cid)), "still usable"
+
+
+def test_a_receipt_commits_with_its_claim_and_is_read_back_by_its_principal_only(ledger: Ledger) -> None:
+    kept, lost = fresh_id(), fresh_id() + "-lost"
+    done = {
+        "done": True,
+        "summary": "“TPS” (tps.md) was moved to the trash",
+        "result": {"deleted": ["tps.md"]},
+    }
+    with ledger.critical_section() as txn:
+        assert txn.claim_confirmation(claim(kept))
+        txn.record_receipt(kept, done)
+    assert ledger.consumed_outcome(kept, "alice") == PriorUse("deleted", done)
+    assert ledger.consumed_outcome(kept, "bob") is None
+    with ledger.critical_section() as txn:
+        assert txn.prior_outcome(kept, "alice") == PriorUse("deleted", done)
+    with pytest.raises(RuntimeError), ledger.critical_section() as txn:
+        assert txn.claim_confirmation(claim(lost))
+        txn.record_receipt(lost, done)
+        raise RuntimeError("the mutation failed")
+    assert ledger.consumed_outcome(lost, "alice") is None
+
+
+def test_steps_after_commit_run_only_after_a_commit(ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    ran: list[str] = []
+    with pytest.raises(RuntimeError), ledger.critical_section() as txn:
+        txn.on_commit(lambda: ran.append("rolled back"))
+        raise RuntimeError("the mutation failed")
+    with ledger.critical_section() as txn:
+        txn.on_commit(lambda: 1 / 0)  # a failing step is logged; the commit stands
+        txn.on_commit(lambda: ran.append("committed"))
+        assert txn.claim_confirmation(claim(cid := fresh_id()))
+    assert ran == ["committed"]
+    assert ledger.consumed_outcome(cid, "alice") == PriorUse("deleted")
+    assert "a step after COMMIT failed" in caplog.text
+
+
+def test_the_ledger_id_is_made_with_the_database_and_kept(
+    ledger: Ledger, tmp_path: Path, pg: PgDatabase
+) -> None:
+    identity = ledger.identity
+    assert len(identity.ledger_id) == 32 and int(identity.ledger_id, 16) >= 0
+    with ledger.critical_section() as txn:
+        assert txn.identity == identity
+    if identity.kind == "sqlite":
+        assert identity.location == str(tmp_path / "ledger.sqlite3")
+        again = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA])
+        other = SqliteLedger(tmp_path / "other.sqlite3", components=[FILES_STORE_SCHEMA])
+    else:
+        assert identity.location == describe_dsn(pg.url)
+        again = PostgresLedger(pg.url, components=[FILES_STORE_SCHEMA], connect_timeout=2)
+        empty = pg.create()
+        upgrader = PostgresLedger(database_url(empty), components=[FILES_STORE_SCHEMA], check_schema=False)
+        upgrader.upgrade()
+        upgrader.close()
+        other = PostgresLedger(database_url(empty), components=[FILES_STORE_SCHEMA], connect_timeout=2)
+    try:
+        assert again.identity == identity, "reopening the database finds the same ledger"
+        assert other.identity.ledger_id != identity.ledger_id, "another database is another ledger"
+    finally:
+        again.close()
+        other.close()
+
+
+def test_a_version_1_ledger_is_upgraded_keeping_its_claims(tmp_path: Path, pg: PgDatabase) -> None:
+    """Step 2 on a ledger made by the previous release: its claims stay, it gets an id, receipts work."""
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.executescript(LEDGER_SCHEMA.sqlite[0])
+        conn.execute("CREATE TABLE schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_versions VALUES ('ledger', 1)")
+        conn.execute("INSERT INTO confirmations VALUES ('old', 'alice', 'notes_delete', 'deleted', 1, 9e9)")
+    empty = pg.create()
+    with pg.connect(empty) as conn:
+        conn.execute(LEDGER_SCHEMA.postgres[0].encode())
+        conn.execute("CREATE TABLE schema_versions (component text PRIMARY KEY, version integer NOT NULL)")
+        conn.execute("INSERT INTO schema_versions VALUES ('ledger', 1)")
+        conn.execute("INSERT INTO confirmations VALUES ('old', 'alice', 'notes_delete', 'deleted', 1, 9e9)")
+    with pytest.raises(SchemaOutOfDate):
+        PostgresLedger(database_url(empty), connect_timeout=2)
+    upgrader = PostgresLedger(database_url(empty), check_schema=False)
+    assert upgrader.upgrade() == {"ledger": 1}
+    upgrader.close()
+    for upgraded in (SqliteLedger(path), PostgresLedger(database_url(empty), connect_timeout=2)):
+        try:
+            assert upgraded.consumed_outcome("old", "alice") == PriorUse("deleted")
+            assert len(upgraded.identity.ledger_id) == 32
+            with upgraded.critical_section() as txn:
+                assert txn.claim_confirmation(claim("new"))
+                txn.record_receipt("new", {"done": False, "summary": "declined", "result": {}})
+            assert upgraded.consumed_outcome("new", "alice") == PriorUse(
+                "deleted", {"done": False, "summary": "declined", "result": {}}
+            )
+        finally:
+            upgraded.close()
 
 
 def test_portable_sql_runs_in_the_transaction(ledger: Ledger) -> None:
@@ -105,7 +202,7 @@ def test_expired_rows_are_purged_counted_and_logged(ledger: Ledger, caplog: pyte
     assert after.rows == before.rows - purged
     assert after.purged_total == before.purged_total + purged
     assert ledger.consumed_outcome(expired, "alice") is None
-    assert ledger.consumed_outcome(live, "alice") == "deleted"
+    assert ledger.consumed_outcome(live, "alice") == PriorUse("deleted")
 
 
 def test_postgres_workspace_lock_serializes_writers(pg: PgDatabase) -> None:
@@ -143,7 +240,7 @@ def test_postgres_refuses_a_schema_that_is_behind(pg: PgDatabase) -> None:
     with pytest.raises(SchemaOutOfDate) as refused:
         PostgresLedger(database_url(empty), components=[FILES_STORE_SCHEMA])
     message = str(refused.value)
-    assert "ledger is at version 0, this notewarden needs 1" in message
+    assert "ledger is at version 0, this notewarden needs 2" in message
     assert "notewarden db upgrade --config FILE" in message
     with pg.connect(empty) as conn:
         assert conn.execute("SELECT to_regclass('confirmations')").fetchone() == (None,), "nothing created"

@@ -21,7 +21,8 @@ from notewarden.config import load_config
 from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
-from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, WorkspaceRoot
+from notewarden.notes.ownership import read_owner
+from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 from notewarden.storage import upgrade_schema
@@ -91,11 +92,12 @@ def team_config(tmp_path: Path, backend: str, pg: PgDatabase) -> tuple[Path, str
 
 
 def files_of(folder: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under `folder` (the trash's recovery journal left out), with bytes and mtime."""
+    """Every file under `folder` (the trash's journal and owner marker, which name a ledger, left
+    out), with bytes and mtime."""
     return {
         str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
         for p in folder.rglob("*")
-        if p.is_file() and p.name != TRASH_JOURNAL_NAME
+        if p.is_file() and p.name not in (TRASH_JOURNAL_NAME, TRASH_OWNER_NAME)
     }
 
 
@@ -141,6 +143,14 @@ def test_folder_to_database_and_back_is_byte_identical(tmp_path: Path, pg: PgDat
         f"{TRASH_DIR_NAME}/{t[0]}" for t in source_trash
     )
     assert trash_listing(back, back_state) == source_trash, "the files store sees the same trash"
+    with WorkspaceRoot.open(str(back)) as root:
+        owner = read_owner(root)
+    assert owner is not None and owner.location == str(back_state / "notewarden.sqlite3"), owner
+
+    found_by_marker = notewarden("import", str(folder), "--config", str(config), "--workspace", workspace)
+    assert found_by_marker.returncode == 0, "without --state-dir: the ledger the folder's owner marker names"
+    assert "imported 0 notes and 2 trash entries" in found_by_marker.stdout
+    assert "4 notes were already there" in found_by_marker.stdout
 
     refused = notewarden("export", str(back), "--config", str(config), "--workspace", workspace,
                          "--state-dir", str(back_state))  # fmt: skip

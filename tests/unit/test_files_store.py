@@ -1,6 +1,7 @@
 """The files store's writes against real folders and a real SQLite ledger: optimistic concurrency,
-exact restores, purges bound to what was listed, and recovery after a crash mid-purge or mid-delete
-(from the intent journal, and from an earlier version's sidecars)."""
+exact restores, purges bound to what was listed, recovery after a crash mid-purge or mid-delete
+(from the intent journal), and that recovery settles only its own ledger's records: another
+ledger's, or an earlier version's (lines and sidecars naming no ledger), are left alone."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.model import content_version
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere, intent_line, read_owner
 from notewarden.notes.store import VersionConflict
 from notewarden.scope.fsroot import (
     TRASH_DIR_NAME,
     TRASH_JOURNAL_NAME,
+    TRASH_OWNER_NAME,
     IdentityMismatch,
     NoteExists,
     NoteMissing,
@@ -162,7 +165,7 @@ def test_purge_refuses_an_entry_that_changed_and_deletes_the_rest(
     with ledger.critical_section() as txn:
         fresh = store.list_trash(txn, scope)
         assert store.purge_trash(txn, scope, fresh) == 2
-    assert [p.name for p in trash_dir.iterdir()] == [TRASH_JOURNAL_NAME]
+    assert sorted(p.name for p in trash_dir.iterdir()) == [TRASH_JOURNAL_NAME, TRASH_OWNER_NAME]
 
 
 def test_recovery_finishes_a_purge_that_crashed_before_commit(
@@ -177,11 +180,14 @@ def test_recovery_finishes_a_purge_that_crashed_before_commit(
     assert scope.root.list_trash() == []
 
 
-def half_done_delete(scope: WorkspaceScope, note_id: str, trash_id: str) -> None:
+def half_done_delete(scope: WorkspaceScope, note_id: str, trash_id: str, ledger_id: str | None) -> None:
     """What a process killed between its move and its COMMIT leaves: a journal line and a trash
-    entry, no trash row."""
-    intent = json.dumps({"trash_id": trash_id, "note_id": note_id, "workspace": str(scope.workspace)})
-    scope.root.append_trash_journal(intent.encode() + b"\n")
+    entry, no trash row. `ledger_id` None: a line of an earlier version, which named no ledger."""
+    if ledger_id is None:
+        line = json.dumps({"trash_id": trash_id, "note_id": note_id, "workspace": str(scope.workspace)})
+        scope.root.append_trash_journal(line.encode() + b"\n")
+    else:
+        scope.root.append_trash_journal(intent_line(trash_id, note_id, str(scope.workspace), ledger_id))
     scope.root.quarantine(note_id, trash_id, scope.root.stat_note(note_id).identity)
 
 
@@ -193,8 +199,8 @@ def test_recovery_moves_an_uncommitted_delete_back_and_empties_the_journal(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
 ) -> None:
     committed = trash(store, ledger, scope, "reports/tps.md")
-    half_done_delete(scope, "todo.md", "20260101T000000-aaaaaaaaaaaa")
-    assert len(journal(scope)) == 2
+    half_done_delete(scope, "todo.md", "20260101T000000-aaaaaaaaaaaa", ledger.identity.ledger_id)
+    assert [json.loads(line).get("committed") for line in journal(scope)] == [None, committed, None]
     with ledger.critical_section() as txn:
         assert store.recover(txn, scope.workspace, scope.root) == 1
         assert [e.trash_id for e in store.list_trash(txn, scope)] == [committed]
@@ -206,7 +212,7 @@ def test_recovery_moves_an_uncommitted_delete_back_and_empties_the_journal(
 def test_a_line_whose_path_is_taken_again_stays_in_the_journal(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, tmp_path: Path
 ) -> None:
-    half_done_delete(scope, "todo.md", "20260101T000000-bbbbbbbbbbbb")
+    half_done_delete(scope, "todo.md", "20260101T000000-bbbbbbbbbbbb", ledger.identity.ledger_id)
     (Path(scope.workspace.path) / "todo.md").write_text("- a new todo\n")
     (Path(scope.workspace.path) / TRASH_DIR_NAME / TRASH_JOURNAL_NAME).open("ab").write(b"not json\n")
     for _ in range(2):  # kept, not recovered, not lost: every recovery sees it again
@@ -221,8 +227,37 @@ def test_a_line_whose_path_is_taken_again_stays_in_the_journal(
     assert journal(scope) == []
 
 
-def test_an_earlier_versions_sidecar_is_still_recovered(
+def test_recovery_leaves_another_ledgers_and_an_earlier_versions_records_alone(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    """Only the ledger that wrote an intent can prove its claim did not commit: a committed delete of
+    another ledger (whose row this ledger cannot see) must stay in the trash."""
+    half_done_delete(scope, "todo.md", "20260101T000000-eeeeeeeeeeee", "another-ledger")
+    half_done_delete(scope, "reports/tps.md", "20260101T000000-ffffffffffff", None)
+    before = journal(scope)
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 0
+    assert journal(scope) == before, "kept verbatim, for the ledgers that can settle them"
+    assert scope.root.list_trash() == ["20260101T000000-eeeeeeeeeeee", "20260101T000000-ffffffffffff"]
+    assert [n.id for n in store.list_notes(scope)] == [], "nothing came back"
+
+
+def test_an_earlier_versions_line_is_settled_where_its_row_committed(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    trash_id = trash(store, ledger, scope, "todo.md")
+    scope.root.reset_trash_journal(
+        json.dumps({"trash_id": trash_id, "note_id": "todo.md", "workspace": str(scope.workspace)}).encode()
+        + b"\n"
+    )
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 0
+        assert [e.trash_id for e in store.list_trash(txn, scope)] == [trash_id]
+    assert journal(scope) == []
+
+
+def test_an_earlier_versions_sidecar_is_left_in_the_trash(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, caplog: pytest.LogCaptureFixture
 ) -> None:
     trash_dir = Path(scope.workspace.path) / TRASH_DIR_NAME
     trash_dir.mkdir(mode=0o700)
@@ -231,22 +266,68 @@ def test_an_earlier_versions_sidecar_is_still_recovered(
     )
     (Path(scope.workspace.path) / "reports" / "tps.md").rename(trash_dir / "20250101T000000-cccccccccccc")
     with ledger.critical_section() as txn:
-        assert store.recover(txn, scope.workspace, scope.root) == 1
+        assert store.recover(txn, scope.workspace, scope.root) == 0
+    assert scope.root.list_trash() == ["20250101T000000-cccccccccccc", "20250101T000000-cccccccccccc.json"]
+    assert "trash entries of an earlier version left in the trash" in caplog.text
+
+
+def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    note = store.notes_by_id(scope, ["todo.md"])[0]
+    with pytest.raises(RuntimeError), ledger.critical_section() as txn:
+        store.move_to_trash(
+            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+        )
+        raise RuntimeError("the claim's transaction fails after the move")
+    assert store.read_note(scope, "todo.md").data == b"- stapler\n"
+    [rolled_back] = [json.loads(line) for line in journal(scope)]
+    assert "committed" not in rolled_back
+    trash_id = trash(store, ledger, scope, "todo.md")
+    assert json.loads(journal(scope)[-1]) == {"committed": trash_id, "ledger": ledger.identity.ledger_id}
+
+
+def test_a_trash_owned_by_another_ledger_is_not_changed(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, tmp_path: Path
+) -> None:
+    committed = trash(store, ledger, scope, "todo.md")
+    assert read_owner(scope.root).ledger_id == ledger.identity.ledger_id  # type: ignore[union-attr]
+    other = SqliteLedger(tmp_path / "other.sqlite3", components=[FILES_STORE_SCHEMA])
+    try:
+        note = store.notes_by_id(scope, ["reports/tps.md"])[0]
+        with pytest.raises(WorkspaceOwnedElsewhere) as refused, other.critical_section() as txn:
+            store.move_to_trash(
+                txn,
+                scope,
+                Candidate(note.id, note.title, note.identity),
+                principal="alice",
+                confirmation_id="d",
+            )
+        assert f"belongs to the SQLite ledger of state dir {tmp_path} on host" in str(refused.value)
+        assert other.consumed_outcome("d", "alice") is None
+        for step in (
+            lambda txn: store.restore(txn, scope, committed),
+            lambda txn: store.purge_trash(txn, scope, []),
+        ):
+            with pytest.raises(WorkspaceOwnedElsewhere), other.critical_section() as txn:
+                step(txn)
+    finally:
+        other.close()
     assert store.read_note(scope, "reports/tps.md").data == ODD_BYTES
-    assert sorted(p.name for p in trash_dir.iterdir()) == []
+    assert scope.root.list_trash() == [committed]
 
 
 def test_the_journal_is_recovered_and_emptied_as_it_grows(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("notewarden.notes.files.JOURNAL_RECOVERY_BYTES", 1)
-    half_done_delete(scope, "todo.md", "20260101T000000-dddddddddddd")  # another process died here
+    half_done_delete(scope, "todo.md", "20260101T000000-dddddddddddd", ledger.identity.ledger_id)  # one died
     first = trash(store, ledger, scope, "reports/tps.md")
-    trash_ids = [json.loads(line)["trash_id"] for line in journal(scope)]
-    assert trash_ids == ["20260101T000000-dddddddddddd", first]  # this process appended 1 line so far
+    trash_ids = [json.loads(line).get("trash_id") for line in journal(scope)]
+    assert trash_ids == ["20260101T000000-dddddddddddd", first, None]  # this process appended 1 delete so far
     (Path(scope.workspace.path) / "extra.md").write_text("# Extra\n")
     second = trash(store, ledger, scope, "extra.md")  # over the limit: recovers first, then appends
-    assert [json.loads(line)["trash_id"] for line in journal(scope)] == [second]
+    assert [json.loads(line).get("trash_id") for line in journal(scope)] == [second, None]
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"  # the dead process's move undone
     with ledger.critical_section() as txn:
         assert {e.trash_id for e in store.list_trash(txn, scope)} == {first, second}

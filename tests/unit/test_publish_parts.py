@@ -83,7 +83,9 @@ def test_accept_is_judged_against_the_record(tmp_path: Path) -> None:
     store.abandon(other.connection_id, "alice")
     record = store.get(other.connection_id)
     assert record is not None and record.status is ConnectionStatus.ABANDONED
-    assert judge_connect({"action": "accept"}, record) is ConnectVerdict.EXPIRED
+    # abandoned = "Don't connect" on the page (or an earlier decline): the retry declines
+    assert judge_connect({"action": "accept"}, record) is ConnectVerdict.DECLINED
+    assert judge_connect({"action": "accept"}, None) is ConnectVerdict.EXPIRED
     assert judge_connect(None, record) is ConnectVerdict.MISSING
     assert judge_connect({"action": "decline"}, None) is ConnectVerdict.DECLINED
     assert judge_connect({"action": "maybe"}, record) is ConnectVerdict.INVALID

@@ -40,6 +40,7 @@ class RecordingTarget:
     """A tiny HTTP service on 127.0.0.1 that records every note it is sent."""
 
     status: int = 201
+    location: str | None = None  # the Location a 201 names (where the note was published)
     received: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
@@ -59,6 +60,8 @@ class RecordingTarget:
                     Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
                 self.send_response(target.status)
+                if target.location is not None:
+                    self.send_header("location", target.location)
                 self.send_header("content-length", "0")
                 self.end_headers()
 

@@ -10,52 +10,69 @@ import os
 import shlex
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pexpect
 import pytest
 
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port, start_http_server
 from tests.wire.publishing import RecordingTarget, add_publish_config
 
 TPS_2019 = "reports/tps-2019.md"
 
 
-def spawn(args: list[str], env: dict[str, str] | None = None) -> pexpect.spawn:
+def spawn(
+    args: list[str], env: dict[str, str] | None = None, *, columns: int = 220, connected: bool = True
+) -> pexpect.spawn:
     command = shlex.join([sys.executable, "-m", "notewarden", "client", *args])
     child = pexpect.spawn(
         "/bin/sh",
         ["-c", command],
-        env={**os.environ, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", **(env or {})},
+        env={
+            **os.environ,
+            "TERM": "xterm",
+            "PROMPT_TOOLKIT_NO_CPR": "1",
+            "COLUMNS": str(columns),
+            **(env or {}),
+        },
         encoding="utf-8",
         timeout=30,
-        dimensions=(60, 220),
+        dimensions=(60, columns),
     )
-    child.expect("connected to notewarden")
-    child.expect("mcp>")
+    if connected:
+        child.expect("connected to notewarden")
+        child.expect("mcp>")
     return child
+
+
+def stdio_server(deployment: Deployment) -> str:
+    return shlex.join([sys.executable, "-m", "notewarden", "serve", "--config", str(deployment.config)])
 
 
 @pytest.fixture
 def host(deployment: Deployment) -> Iterator[pexpect.spawn]:
-    server = shlex.join([sys.executable, "-m", "notewarden", "serve", "--config", str(deployment.config)])
-    child = spawn(["--stdio", server])
+    child = spawn(["--stdio", stdio_server(deployment)])
     yield child
     child.close(force=True)
 
 
-def call_delete(child: pexpect.spawn, deployment: Deployment) -> None:
+def call_delete(child: pexpect.spawn, deployment: Deployment) -> str:
+    """Call notes_delete with a title; returns what was shown up to the accept/decline/cancel choice."""
     child.sendline(f'call notes_delete {{"workspaceUri": "{deployment.notes_uri}", "title": "TPS report"}}')
     child.expect("the server asks")
-    child.expect("Note to delete")
     child.expect(r"\[a\]ccept and fill in / \[d\]ecline / \[c\]ancel")
+    return str(child.before)
 
 
-def quit_host(child: pexpect.spawn) -> None:
+def quit_host(child: pexpect.spawn) -> str:
+    """Leave; returns everything shown since the last expectation."""
     child.expect("mcp>")
     child.sendline("quit")
     child.expect(pexpect.EOF)
+    rest = str(child.before)
     child.close()
     assert child.exitstatus == 0
+    return rest
 
 
 def test_list_call_pick_confirm_and_see_the_result(host: pexpect.spawn, deployment: Deployment) -> None:
@@ -64,10 +81,12 @@ def test_list_call_pick_confirm_and_see_the_result(host: pexpect.spawn, deployme
     host.expect(r"arguments: workspaceUri, title, noteIds")
     host.expect(r"notes_list \[read-only\]")
     host.expect("mcp>")
-    call_delete(host, deployment)
+    form = call_delete(host, deployment)
+    # the whole form, every choice, before the person is asked to accept, decline or cancel
+    assert "Note to delete (required)" in form
+    assert "1) TPS report — draft" in form and "2) TPS report 2019 (old) — reports/tps-2019.md" in form
+    assert "Yes, move the selected note to the trash" in form
     host.sendline("a")
-    host.expect(r"1\) TPS report — draft")
-    host.expect(r"2\) TPS report 2019 \(old\) — reports/tps-2019.md")
     host.expect(r"note_id \[1-3\]")
     host.sendline("9")
     host.expect("enter a number from 1 to 3")  # refused before anything is sent
@@ -75,11 +94,19 @@ def test_list_call_pick_confirm_and_see_the_result(host: pexpect.spawn, deployme
     host.sendline("2")
     host.expect(r"confirm \[y/N\]")
     host.sendline("y")
-    host.expect(r'You answer: \{"note_id": "reports/tps-2019.md", "confirm": true\}')
+    host.expect("You answer:")
+    host.expect("send it?")
+    summary = str(host.before)
+    assert "Note to delete: TPS report 2019 (old) — reports/tps-2019.md" in summary, "titles, not ids"
+    assert "Yes, move the selected note to the trash: yes" in summary
     host.sendline("a")
-    host.expect("Moved “TPS report 2019 \\(old\\)”")
-    host.expect('"outcome": "deleted"')
+    host.expect("── result")
+    host.expect("mcp>")
+    rest = str(host.before)
+    host.sendline("")
     quit_host(host)
+    assert rest.count("TPS report 2019 (old)") == 1, f"the result is printed once:\n{rest}"
+    assert '"outcome"' not in rest
     assert not (deployment.notes / TPS_2019).exists()
     assert (deployment.notes / "reports/tps-2026-q3.md").exists()
 
@@ -97,6 +124,30 @@ def test_decline_and_cancel_delete_nothing(
     assert (deployment.notes / TPS_2019).exists()
 
 
+def test_a_cancelled_confirmation_is_answered_again(host: pexpect.spawn, deployment: Deployment) -> None:
+    call_delete(host, deployment)
+    host.sendline("c")
+    host.expect("Cancelled: nothing")
+    host.expect(r"Type 'again' to answer it again \(until \d{4}-\d\d-\d\dT")
+    host.expect("mcp>")
+    host.sendline("again")
+    host.expect("Note to delete")
+    host.expect(r"\[a\]ccept and fill in")
+    host.sendline("a")
+    host.expect(r"note_id \[1-3\]")
+    host.sendline("2")
+    host.expect(r"confirm \[y/N\]")
+    host.sendline("y")
+    host.expect("send it?")
+    host.sendline("a")
+    host.expect("Moved “TPS report 2019")
+    host.expect("mcp>")
+    host.sendline("again")
+    host.expect("nothing to answer again")
+    quit_host(host)
+    assert not (deployment.notes / TPS_2019).exists()
+
+
 def test_ctrl_c_while_filling_the_form_cancels(host: pexpect.spawn, deployment: Deployment) -> None:
     call_delete(host, deployment)
     host.sendline("a")
@@ -108,12 +159,83 @@ def test_ctrl_c_while_filling_the_form_cancels(host: pexpect.spawn, deployment: 
     assert (deployment.notes / TPS_2019).exists()
 
 
-def test_arguments_are_asked_one_by_one(host: pexpect.spawn, deployment: Deployment) -> None:
+def test_only_required_arguments_are_asked_and_the_only_workspace_is_the_default(
+    host: pexpect.spawn, deployment: Deployment
+) -> None:
     host.sendline("call notes_list")
-    host.expect(r"workspaceUri\* \(string\)")
-    host.sendline(deployment.notes_uri)
+    host.expect(rf"workspaceUri = {deployment.notes_uri} \(the only workspace granted to you\)")
     host.expect(TPS_2019)
+    host.expect("mcp>")
+    host.sendline("call notes_delete")
+    host.expect(r"optional title, noteIds \(name to set, Enter to call\)")
+    host.sendline("nope")
+    host.expect("type one of: title, noteIds")
+    host.send("\x15")
+    host.sendline("title")
+    host.expect("title:")
+    host.sendline("stand-up")
+    host.expect(r"optional noteIds \(name to set, Enter to call\)")
+    host.sendline("")
+    host.expect("Stand-up notes")
+    host.sendline("d")
+    host.expect("Declined")
     quit_host(host)
+
+
+def test_text_is_wrapped_at_word_boundaries(deployment: Deployment) -> None:
+    child = spawn(["--stdio", stdio_server(deployment)], columns=50)
+    form = call_delete(child, deployment)
+    lines = [line.rstrip() for line in form.replace("\r", "").splitlines()]
+    long = [line for line in lines if len(line) > 50 and " " in line.strip()]  # one long URI may overflow
+    assert not long, long
+    words = " ".join(form.split())
+    for phrase in ("Yes, move the selected note to the trash", "TPS report — draft"):
+        assert phrase in words, "a phrase broken mid-word"
+    child.sendline("c")
+    quit_host(child)
+
+
+def test_form_text_from_the_server_is_shown_escaped(deployment: Deployment, host: pexpect.spawn) -> None:
+    (deployment.notes / "evil.md").write_text("# TPS report \u202egpj.exe\n")
+    form = call_delete(host, deployment)
+    assert "TPS report \\u202egpj.exe" in form and "\u202e" not in form
+    host.sendline("d")
+    quit_host(host)
+
+
+def test_failures_name_their_cause_and_leave_no_files(deployment: Deployment, tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = start_http_server(deployment.config, deployment.root / "server.log")
+    try:
+        cases = [
+            (
+                ["--url", server.url, "--token-env", "NW_T"],
+                {"NW_T": "wrong-token"},
+                f"401: token not accepted by {server.url}",
+            ),
+            (["--url", server.url], {}, "(none was sent: pass --token-env VAR"),
+            (["--url", f"http://127.0.0.1:{free_port()}/mcp"], {}, "cannot reach http://127.0.0.1:"),
+            (
+                ["--stdio", f"{sys.executable} -m notewarden serve --workspace {tmp_path}/gone"],
+                {},
+                f"server exited: notewarden: configuration error: workspace directory '{tmp_path}/gone' does not exist",
+            ),
+        ]
+        for args, env, reason in cases:
+            child = spawn(args, {**env, "TMPDIR": str(tmp)}, connected=False)
+            child.expect(pexpect.EOF)
+            shown = str(child.before)
+            child.close()
+            assert child.exitstatus == 1, shown
+            assert reason in shown.replace("\r\n", "\n"), shown
+            assert "ExceptionGroup" not in shown and "Traceback" not in shown
+    finally:
+        server.stop()
+    host = spawn(["--stdio", stdio_server(deployment)], {"TMPDIR": str(tmp)})
+    host.sendline("list")
+    quit_host(host)
+    assert list(tmp.iterdir()) == [], "the client left files behind"
 
 
 def test_url_mode_shows_the_full_url_and_asks_before_opening(deployment: Deployment) -> None:

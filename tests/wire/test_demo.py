@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME
+from notewarden.scope.fsroot import TRASH_DIR_NAME
 
 CHECKPOINTS = [
     "[1 discover] server/discover → supportedVersions=['2026-07-28']",
@@ -37,7 +37,10 @@ def test_demo_walks_through_every_checkpoint(tmp_path: Path, transport: str) -> 
     for checkpoint in CHECKPOINTS:
         assert checkpoint in done.stdout, f"missing {checkpoint!r} in:\n{done.stdout}"
     assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in done.stdout
+    if transport == "http":  # what it served and with which token, so a person can try it by hand
+        assert "HTTP server: http://127.0.0.1:" in done.stdout and "/notewarden.toml" in done.stdout
+        assert "bearer token (principal demo; the config holds only its SHA-256): nw_" in done.stdout
     trash = tmp_path / "notes" / TRASH_DIR_NAME
-    assert [p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME], (
+    assert [p.name for p in trash.iterdir() if not p.name.startswith("~")], (
         "the deleted notes are in the trash"
     )

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
 from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.rawhttp import PROTOCOL, RawMcp, meta
 
@@ -37,7 +36,7 @@ def accept(note_id: str, confirm: bool = True) -> dict[str, object]:
 
 def trashed(deployment: Deployment) -> list[str]:
     trash = deployment.notes / TRASH
-    return sorted(p.name for p in trash.iterdir() if p.name != TRASH_JOURNAL_NAME) if trash.exists() else []
+    return sorted(p.name for p in trash.iterdir() if not p.name.startswith("~")) if trash.exists() else []
 
 
 def round1(client: RawMcp, deployment: Deployment, title: str = "TPS report") -> dict[str, object]:
@@ -220,11 +219,16 @@ def test_accept_moves_the_chosen_note_to_trash_once(alice: RawMcp, deployment: D
         (deployment.notes / TRASH / structured["deleted"][0]["trashId"]).read_text().startswith("---\ntitle")
     )
 
-    replay = alice.call(
+    replay = alice.call(  # the reply was lost: the client sends the same confirmation again
         "notes_delete", args, inputResponses=accept("reports/tps-2019.md"), requestState=state
     )
     assert replay.result["isError"] is True
-    assert replay.result["structuredContent"]["error"]["code"] == "confirmation_already_used"
+    error = replay.result["structuredContent"]["error"]
+    assert error["code"] == "confirmation_already_used"
+    assert error["message"].startswith(
+        f"already done: “{structured['deleted'][0]['title']}” (reports/tps-2019.md) was moved to the trash of "
+    )
+    assert error["previous"] == structured, "what the first attempt answered"
     other = alice.call(
         "notes_delete", args, inputResponses=accept("reports/tps-2026-q3.md"), requestState=state
     )

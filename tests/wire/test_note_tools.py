@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
+from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -230,9 +230,17 @@ async def test_empty_trash_is_confirmed_once_and_says_what(transport: str, deplo
         )
         assert isinstance(replay, types.CallToolResult)
         assert error_code(replay) == "confirmation_already_used"
+        assert replay.structured_content is not None
+        assert replay.structured_content["error"]["previous"] == done.structured_content
+        assert replay.structured_content["error"]["message"].startswith(
+            f"already done: 2 notes were permanently deleted from the trash of {ws}: "
+        )
         listed = await call(client, "notes_trash_list", {"workspaceUri": ws})
         assert listed.structured_content == {"workspaceUri": ws, "count": 0, "entries": []}
-    assert [p.name for p in (deployment.notes / ".notewarden-trash").iterdir()] == [TRASH_JOURNAL_NAME]
+    trash = deployment.notes / ".notewarden-trash"
+    assert sorted(p.name for p in trash.iterdir()) == [TRASH_JOURNAL_NAME, TRASH_OWNER_NAME], (
+        "only its records"
+    )
 
 
 async def test_trash_changed_between_rounds_purges_nothing(transport: str, deployment: Deployment) -> None:

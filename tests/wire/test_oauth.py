@@ -1,9 +1,16 @@
-"""OAuth 2.1 resource server over a real HTTP server process: JWTs minted here, keys in a JWKS file/URL."""
+"""OAuth 2.1 resource server over a real HTTP server process, with a real authorization server.
+
+Tokens come from oidc-provider (tests/authserver, started once per module with this module's signing
+keys; notewarden reads them from its `jwks_uri`). A rejection rule is probed with a variant the
+authorization server would never issue (expired, another audience, alg none, ...), minted here with
+the same keys so that only that one rule can reject it.
+"""
 
 from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -15,12 +22,14 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+from playwright.sync_api import sync_playwright
 
+from tests.authserver import CONNECT_CLIENT, SERVICE_CLIENT, AuthorizationServer, start_authorization_server
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port, start_http_server
+from tests.wire.publishing import CHROMIUM, CHROMIUM_FLAGS, RecordingTarget
 from tests.wire.rawhttp import RawMcp
 
-ISSUER = "https://auth.example.test"
-SUBJECT = "user-7f3a"  # alice's subject at the authorization server
+SUBJECT = SERVICE_CLIENT  # the `sub` of the authorization server's client-credentials tokens: alice
 
 
 @dataclass
@@ -29,9 +38,11 @@ class Keys:
     ec: ec.EllipticCurvePrivateKey
     stranger: rsa.RSAPrivateKey  # not in the JWKS
 
-    def jwks(self) -> dict[str, Any]:
-        rsa_jwk = RSAAlgorithm.to_jwk(self.rsa.public_key(), as_dict=True)
-        ec_jwk = ECAlgorithm.to_jwk(self.ec.public_key(), as_dict=True)
+    def jwks(self, *, private: bool = False) -> dict[str, Any]:
+        rsa_key: Any = self.rsa if private else self.rsa.public_key()
+        ec_key: Any = self.ec if private else self.ec.public_key()
+        rsa_jwk = RSAAlgorithm.to_jwk(rsa_key, as_dict=True)
+        ec_jwk = ECAlgorithm.to_jwk(ec_key, as_dict=True)
         return {
             "keys": [
                 {**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"},
@@ -50,11 +61,44 @@ def keys() -> Keys:
 
 
 @dataclass
+class Authority:
+    """The authorization server of this module, and the one address notewarden serves at."""
+
+    server: AuthorizationServer
+    port: int
+    keys: Keys
+
+    @property
+    def resource(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def authority(keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Authority]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("authserver") / "authserver.log"
+    server = start_authorization_server(
+        free_port(),
+        resource=f"http://127.0.0.1:{port}/mcp",
+        private_jwks=keys.jwks(private=True)["keys"],
+        redirect_uris=[f"http://127.0.0.1:{port}/connect/oauth/callback"],
+        log=log,
+    )
+    yield Authority(server, port, keys)
+    server.stop()
+
+
+@dataclass
 class OAuthServer:
     server: HttpServer
     resource: str
     keys: Keys
     deployment: Deployment
+    authority: AuthorizationServer
+
+    def issue(self, scope: str = "notes:read") -> str:
+        """A real access token from the authorization server (client credentials, `sub` = alice's)."""
+        return self.authority.client_credentials(scope, self.resource)
 
     def mint(
         self,
@@ -67,7 +111,7 @@ class OAuthServer:
     ) -> str:
         now = int(time.time())
         payload: dict[str, Any] = {
-            "iss": ISSUER,
+            "iss": self.authority.issuer,
             "aud": self.resource,
             "sub": SUBJECT,
             "iat": now,
@@ -85,27 +129,28 @@ class OAuthServer:
         return RawMcp(self.server.url, token)
 
 
-def oauth_table(resource: str, jwks: str) -> str:
+def oauth_table(resource: str, issuer: str, jwks: str) -> str:
     return (
-        f'[oauth]\nresource = "{resource}"\nissuer = "{ISSUER}"\n{jwks}\n'
-        f'authorization_servers = ["{ISSUER}"]\nleeway_seconds = 5\n'
+        f'[oauth]\nresource = "{resource}"\nissuer = "{issuer}"\n{jwks}\n'
+        f'authorization_servers = ["{issuer}"]\nleeway_seconds = 5\n'
     )
 
 
-def start_oauth_server(deployment: Deployment, keys: Keys, jwks_line: str, log: str) -> OAuthServer:
-    port = free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
-    deployment.write_config(alice_subjects=[SUBJECT], extra=oauth_table(resource, jwks_line))
-    server = start_http_server(deployment.config, deployment.root / log, port=port)
-    return OAuthServer(server, resource, keys, deployment)
+def start_oauth_server(deployment: Deployment, authority: Authority, jwks_line: str, log: str) -> OAuthServer:
+    issuer = authority.server.issuer
+    deployment.write_config(
+        alice_subjects=[SUBJECT], extra=oauth_table(authority.resource, issuer, jwks_line)
+    )
+    server = start_http_server(deployment.config, deployment.root / log, port=authority.port)
+    return OAuthServer(server, authority.resource, authority.keys, deployment, authority.server)
 
 
 @pytest.fixture
-def oauth(deployment: Deployment, keys: Keys) -> Iterator[OAuthServer]:
-    jwks = deployment.root / "etc" / "jwks.json"
-    jwks.parent.mkdir()
-    jwks.write_text(json.dumps(keys.jwks()))
-    running = start_oauth_server(deployment, keys, f'jwks_file = "{jwks}"', "oauth.log")
+def oauth(deployment: Deployment, authority: Authority) -> Iterator[OAuthServer]:
+    """notewarden reading the authorization server's keys from its jwks_uri."""
+    running = start_oauth_server(
+        deployment, authority, f'jwks_url = "{authority.server.jwks_url}"', "oauth.log"
+    )
     yield running
     running.server.stop()
 
@@ -126,9 +171,10 @@ def list_notes(client: RawMcp, deployment: Deployment) -> Any:
 # --- accepted tokens -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("alg,kid", [("RS256", "rsa-1"), ("ES256", "ec-1")])
-def test_valid_token_is_the_mapped_principal(oauth: OAuthServer, alg: str, kid: str) -> None:
-    client = oauth.client(oauth.mint(alg=alg, kid=kid))
+@pytest.mark.parametrize("issued", ["by the authorization server", "ES256, with its EC key"])
+def test_valid_token_is_the_mapped_principal(oauth: OAuthServer, issued: str) -> None:
+    token = oauth.issue() if issued.startswith("by") else oauth.mint(alg="ES256", kid="ec-1")
+    client = oauth.client(token)
     reply = list_notes(client, oauth.deployment)
     assert reply.status == 200
     assert "reports/tps-2019.md" in [n["id"] for n in reply.result["structuredContent"]["notes"]]
@@ -164,6 +210,7 @@ def bad_tokens(o: OAuthServer) -> dict[str, str]:
         "expired": o.mint(exp=now - 60),
         "nbf in the future": o.mint(nbf=now + 120),
         "wrong iss": o.mint(iss="https://other-issuer.test"),
+        "another resource's token": o.mint(aud="http://127.0.0.1:1/mcp"),
         "wrong aud": o.mint(aud="https://other-server.test/mcp"),
         "aud of another path": o.mint(aud=o.resource + "/x"),
         "no exp": o.mint(exp=None),
@@ -172,13 +219,19 @@ def bad_tokens(o: OAuthServer) -> dict[str, str]:
         "unknown kid": o.mint(kid="rsa-9"),
         "alg not the key's": o.mint(alg="PS256", kid="rsa-1"),
         "HS256 with the public key as secret": jwt.encode(
-            {"iss": ISSUER, "aud": o.resource, "sub": SUBJECT, "exp": now + 60, "scope": "notes:read"},
+            {
+                "iss": o.authority.issuer,
+                "aud": o.resource,
+                "sub": SUBJECT,
+                "exp": now + 60,
+                "scope": "notes:read",
+            },
             "not-a-key-we-know-of-at-all-0123456789",
             algorithm="HS256",
             headers={"kid": "rsa-1"},
         ),
         "alg none": jwt.encode(
-            {"iss": ISSUER, "aud": o.resource, "sub": SUBJECT, "exp": now + 60},
+            {"iss": o.authority.issuer, "aud": o.resource, "sub": SUBJECT, "exp": now + 60},
             None,
             algorithm="none",
             headers={"kid": "rsa-1"},
@@ -223,7 +276,8 @@ def test_no_credentials_get_401_without_error_attribute(oauth: OAuthServer) -> N
 
 @pytest.mark.parametrize("scope", ["notes:read", "notes:write", "notes:read notes:write", "openid"])
 def test_delete_needs_notes_delete_and_read_still_works(oauth: OAuthServer, scope: str) -> None:
-    client = oauth.client(oauth.mint(scope=scope))
+    # "openid" is a scope a client-credentials grant cannot carry: that one is minted
+    client = oauth.client(oauth.mint(scope=scope) if scope == "openid" else oauth.issue(scope))
     args = {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS report"}
     reply = client.call("notes_delete", args)
     assert reply.status == 403
@@ -243,7 +297,7 @@ def test_delete_needs_notes_delete_and_read_still_works(oauth: OAuthServer, scop
 
 
 def test_notes_delete_scope_deletes_after_confirmation(oauth: OAuthServer) -> None:
-    client = oauth.client(oauth.mint(scope="notes:delete"))
+    client = oauth.client(oauth.issue("notes:delete"))
     args = {"workspaceUri": oauth.deployment.notes_uri, "title": "TPS report"}
     state = client.call("notes_delete", args).result["requestState"]
     answer = {
@@ -258,12 +312,12 @@ def test_notes_delete_scope_deletes_after_confirmation(oauth: OAuthServer) -> No
 def test_state_is_bound_to_the_principal_not_the_token(oauth: OAuthServer) -> None:
     """A second token of the same subject may finish the confirmation (principal binding)."""
     args = {"workspaceUri": oauth.deployment.notes_uri, "title": "stand-up"}
-    first = oauth.client(oauth.mint(scope="notes:delete", client_id="client-a"))
+    first = oauth.client(oauth.issue("notes:delete"))
     round1 = first.call("notes_delete", args).result
     state = round1["requestState"]
     options = round1["inputRequests"]["delete_choice"]["params"]
     note_id = options["requestedSchema"]["properties"]["note_id"]["oneOf"][0]["const"]
-    second = oauth.client(oauth.mint(scope="notes:delete", client_id="client-b"))
+    second = oauth.client(oauth.issue("notes:delete"))
     answer = {"delete_choice": {"action": "decline"}}
     done = second.call("notes_delete", args, inputResponses=answer, requestState=state)
     assert done.result["structuredContent"]["outcome"] == "declined"
@@ -292,7 +346,8 @@ def test_protected_resource_metadata(oauth: OAuthServer, path: str) -> None:
     assert response.status_code == 200
     doc = response.json()
     assert doc["resource"] == oauth.resource
-    assert doc["authorization_servers"] == [ISSUER] or doc["authorization_servers"] == [ISSUER + "/"]
+    issuer = oauth.authority.issuer
+    assert doc["authorization_servers"] in ([issuer], [issuer + "/"])
     assert doc["scopes_supported"] == ["notes:read", "notes:write", "notes:delete"]
     assert doc["bearer_methods_supported"] == ["header"]
 
@@ -316,13 +371,29 @@ class _JwksHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_keys_from_a_jwks_url(deployment: Deployment, keys: Keys) -> None:
-    handler = type("Handler", (_JwksHandler,), {"jwks": json.dumps(keys.jwks()).encode(), "hits": 0})
+def test_keys_from_a_jwks_file(deployment: Deployment, authority: Authority) -> None:
+    jwks = deployment.root / "etc" / "jwks.json"
+    jwks.parent.mkdir()
+    jwks.write_text(json.dumps(authority.keys.jwks()))
+    running = start_oauth_server(deployment, authority, f'jwks_file = "{jwks}"', "oauth-file.log")
+    try:
+        client = running.client(running.issue())
+        assert list_notes(client, deployment).status == 200
+        client.close()
+    finally:
+        running.server.stop()
+
+
+def test_keys_from_a_jwks_url(deployment: Deployment, authority: Authority) -> None:
+    """The key set is cached; an unknown kid refreshes it at most once per cooldown."""
+    handler = type(
+        "Handler", (_JwksHandler,), {"jwks": json.dumps(authority.keys.jwks()).encode(), "hits": 0}
+    )
     jwks_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=jwks_server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{jwks_server.server_address[1]}/jwks.json"
-    running = start_oauth_server(deployment, keys, f'jwks_url = "{url}"', "oauth-url.log")
+    running = start_oauth_server(deployment, authority, f'jwks_url = "{url}"', "oauth-url.log")
     try:
         good = running.client(running.mint(alg="ES256", kid="ec-1"))
         assert list_notes(good, deployment).status == 200
@@ -337,3 +408,72 @@ def test_keys_from_a_jwks_url(deployment: Deployment, keys: Keys) -> None:
         running.server.stop()
         jwks_server.shutdown()
         thread.join(5)
+
+
+# --- the connect page signs people in at the authorization server ---------------------------------
+
+
+def test_connect_page_signs_in_at_the_authorization_server(
+    deployment: Deployment, authority: Authority
+) -> None:
+    """Authorization code + PKCE in headless Chromium: the person signs in at oidc-provider, nobody
+    pastes a token; their `sub` maps to the principal through oauth_subjects as on /mcp."""
+    target = RecordingTarget().start()
+    issuer = authority.server.issuer
+    publish = (
+        f'connect_client_id = "{CONNECT_CLIENT}"\n[publish]\n'
+        f'[[publish.target]]\nid = "blog"\ntitle = "Team blog"\nurl = "{target.url}"\nauth = "bearer"\n'
+    )
+    deployment.write_config(
+        alice_subjects=[SUBJECT, "alice-person"],
+        extra=oauth_table(authority.resource, issuer, f'jwks_url = "{authority.server.jwks_url}"') + publish,
+    )
+    server = start_http_server(deployment.config, deployment.root / "connect.log", port=authority.port)
+    client = RawMcp(server.url, authority.server.client_credentials("notes:write", authority.resource))
+    try:
+        args = {"workspaceUri": deployment.notes_uri, "noteId": "reports/tps-2019.md", "target": "blog"}
+        first = client.call("notes_publish", args, capabilities={"elicitation": {"url": {}}}).result
+        link = first["inputRequests"]["publish_connect"]["params"]["url"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+            try:
+                for login, expected in (("mallory", "bad-credential"), ("alice-person", "completed")):
+                    page = browser.new_context().new_page()
+                    page.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
+                    page.goto(link)
+                    assert page.query_selector("#token") is not None, (
+                        "static-token sign-in stays for development"
+                    )
+                    page.click("#oauth-sign-in")
+                    page.wait_for_url(f"{issuer}/**")
+                    page.fill("input[name=login]", login)
+                    page.fill("input[name=password]", "any")
+                    page.click("button[type=submit]")
+                    page.wait_for_selector("button[type=submit]:has-text('Continue')")
+                    page.click("button[type=submit]")  # consent
+                    page.wait_for_url(f"http://127.0.0.1:{authority.port}/connect/**")
+                    if expected == "bad-credential":  # a subject no [[principal]] lists
+                        assert page.get_attribute("[data-outcome]", "data-outcome") == expected
+                        assert "not a notewarden principal" in page.inner_text("body")
+                        assert "Team blog" not in page.inner_text("body")
+                        continue
+                    page.click("#continue")
+                    assert page.inner_text("#principal") == "alice"
+                    page.fill("#credential", "blog-credential-" + "o" * 16)
+                    page.click("#connect")
+                    page.wait_for_selector("[data-outcome=completed]")
+            finally:
+                browser.close()
+        done = client.call(
+            "notes_publish",
+            args,
+            capabilities={"elicitation": {"url": {}}},
+            inputResponses={"publish_connect": {"action": "accept"}},
+            requestState=first["requestState"],
+        ).result
+        assert done["structuredContent"]["outcome"] == "published"
+        assert target.received[0].headers["authorization"] == "Bearer blog-credential-" + "o" * 16
+    finally:
+        client.close()
+        server.stop()
+        target.stop()

@@ -158,6 +158,9 @@ def test_accept_before_the_page_is_completed_asks_again(
 
     replay = retry(alice, deployment, no_answer["requestState"], {"action": "accept"})
     assert replay["isError"] and replay["structuredContent"]["error"]["code"] == "confirmation_already_used"
+    assert replay["structuredContent"]["error"]["previous"] == done["structuredContent"]
+    assert replay["structuredContent"]["error"]["message"].startswith("already done: “")
+    assert " was published to " in replay["structuredContent"]["error"]["message"]
     assert len(target.received) == 1, "a replayed retry publishes nothing"
 
 
@@ -224,6 +227,9 @@ def test_decline_and_cancel_publish_nothing(
         assert visit.sign_in == "expired", "a declined link stops working"
         replay = retry(alice, deployment, first["requestState"], {"action": "accept"})
         assert replay["structuredContent"]["error"]["code"] == "confirmation_already_used"
+        assert replay["structuredContent"]["error"]["message"].startswith(
+            "already answered: it was declined, so nothing was published."
+        )
     assert target.received == []
 
 

@@ -7,14 +7,25 @@ Built on the official SDK `Client` (it probes `server/discover` and falls back t
 2025-11-25 handshake, so older servers work too) and prompt_toolkit for input.
 
 Rules for what the person sees and types:
-1. Nothing is answered for them. Every elicitation ends with an explicit key:
-   [a]ccept, [d]ecline or [c]ancel; Ctrl-C while filling a form cancels it.
+1. Nothing is answered for them. A form is shown whole (every field, every choice) before
+   the explicit [a]ccept / [d]ecline / [c]ancel; Ctrl-C while filling it cancels.
 2. A form is rendered from its requestedSchema: single-select enums as a numbered list,
    multi-select as comma-separated numbers, booleans as y/n, numbers and strings with
    their constraints checked before anything is sent; a blank optional field takes its
-   default or is left out.
+   default or is left out. The answer is summed up with the choices' titles, not their ids.
 3. URL mode shows the full URL and asks before opening it; accepting only tells the
    server the person agreed to go there.
+4. Every text that comes from the server goes through `display.visible` (format and control
+   characters escaped) and is wrapped at word boundaries to the terminal's width. A result is
+   printed once: its text, or its structured content when it has no text.
+5. `call NAME` asks for the required arguments only; optional ones are offered by name and
+   skipped unless asked. A `workspaceUri` defaults to the only workspace the server grants
+   (its one `file:` resource template).
+6. The client drives the multi round-trip rounds itself, so a cancelled confirmation that the
+   server says may be answered again (`retriableUntil`) can be: `again`.
+7. A failure names its cause ("401: token not accepted by …", "cannot reach …", "server
+   exited: <its last stderr line>"), never an exception group. Nothing is written to disk:
+   a stdio server's stderr goes to an unnamed temporary file, read back only to explain an exit.
 """
 
 from __future__ import annotations
@@ -23,11 +34,13 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
+import textwrap
 import webbrowser
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import anyio
@@ -40,13 +53,17 @@ from mcp.shared.exceptions import MCPError
 from prompt_toolkit import PromptSession
 from prompt_toolkit.validation import ValidationError, Validator
 
-__all__ = ["FieldQuestion", "field_question", "run_client"]
+from notewarden.display import visible
+
+__all__ = ["FieldQuestion", "describe_failure", "field_question", "run_client"]
 
 HELP = """commands:
   list                      list the server's tools
-  call NAME [JSON]          call a tool; without JSON you are asked for each argument
+  call NAME [JSON]          call a tool; without JSON you are asked for its required arguments
+  again                     answer the last cancelled confirmation again
   help                      this text
   quit                      leave (also Ctrl-D)"""
+ANSWER_KEYS = {"a": "accept", "d": "decline", "c": "cancel"}
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
@@ -70,23 +87,37 @@ class FieldQuestion:
 
 
 def _options(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(value sent, label shown) for each choice; labels made visible (rule 4)."""
     if "oneOf" in schema:
-        return [(str(o["const"]), str(o.get("title", o["const"]))) for o in schema["oneOf"]]
+        return [(str(o["const"]), visible(str(o.get("title", o["const"])))) for o in schema["oneOf"]]
     raw_items = schema.get("items")
     items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
     if "anyOf" in items:
-        return [(str(o["const"]), str(o.get("title", o["const"]))) for o in items["anyOf"]]
+        return [(str(o["const"]), visible(str(o.get("title", o["const"])))) for o in items["anyOf"]]
     values = schema.get("enum") or items.get("enum") or []
     names = schema.get("enumNames") or values
-    return [(str(v), str(n)) for v, n in zip(values, names, strict=False)]
+    return [(str(v), visible(str(n))) for v, n in zip(values, names, strict=False)]
+
+
+def answer_summary(name: str, schema: Mapping[str, Any], value: Any) -> str:
+    """One line of the answer as the person chose it: titles of choices, yes/no, the text."""
+    title = visible(str(schema.get("title") or name))
+    labels = dict(_options(schema))
+    if isinstance(value, bool):
+        shown = "yes" if value else "no"
+    elif isinstance(value, list):
+        shown = "; ".join(labels.get(str(v), visible(str(v))) for v in value) or "(none)"
+    else:
+        shown = labels.get(str(value), visible(str(value)))
+    return f"  {title}: {shown}"
 
 
 def field_question(name: str, schema: Mapping[str, Any], required: bool) -> FieldQuestion:
     """Rule 2: the question for one field of a 2026-07-28 form."""
-    title = str(schema.get("title") or name)
+    title = visible(str(schema.get("title") or name))
     lines = [f"{title}{' (required)' if required else ' (optional)'}"]
     if schema.get("description"):
-        lines.append(f"  {schema['description']}")
+        lines.append(f"  {visible(str(schema['description']))}")
     default = schema.get("default")
     kind = schema.get("type")
 
@@ -195,13 +226,39 @@ class _ParseValidator(Validator):
             raise ValidationError(cursor_position=len(document.text), message=str(exc)) from None
 
 
+@dataclass
+class PendingAnswer:
+    """A tool call waiting on the person's answers: what to send again with the sealed state (rule 6)."""
+
+    name: str
+    arguments: dict[str, Any]
+    request_state: str | None
+    input_requests: Mapping[str, Any]
+
+
+@dataclass
 class TerminalHost:
-    def __init__(self, out: TextIO = sys.stdout) -> None:
-        self.session: PromptSession[str] = PromptSession()
-        self.out = out
+    out: TextIO = sys.stdout
+    session: PromptSession[str] = field(default_factory=PromptSession)
+    retriable: PendingAnswer | None = None
 
     def say(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        """Rule 4: wrapped at word boundaries to the terminal width, keeping each line's indent."""
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        for line in text.splitlines() or [""]:
+            indent = line[: len(line) - len(line.lstrip())]
+            wrapped = textwrap.fill(
+                line,
+                width=width,
+                subsequent_indent=indent + "  " if line.lstrip().startswith(("•", "-")) else indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            print(wrapped or line, file=self.out, flush=True)
+
+    def show(self, text: str) -> None:
+        """Text from the server (rule 4)."""
+        self.say(visible(text))
 
     async def ask(self, prompt: str, parse: Callable[[str], Any] | None = None) -> str:
         try:
@@ -227,17 +284,17 @@ class TerminalHost:
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.say("\n── the server asks ─────────────────────────────")
-        self.say(params.message)
+        self.show(params.message)
         if isinstance(params, types.ElicitRequestURLParams):
             return await self.elicit_url(params)
         return await self.elicit_form(params)
 
     async def elicit_url(self, params: types.ElicitRequestURLParams) -> types.ElicitResult:
         self.say("It asks you to open this page (check the address before you go):")
-        self.say(f"  URL: {params.url}")
+        print(f"  URL: {visible(params.url)}", file=self.out, flush=True)  # never wrapped: copied whole
         action = await self.choose_action(
             "[o]pen it in a browser / [a]ccept, I will open it myself / [d]ecline / [c]ancel: ",
-            {"o": "open", "a": "accept", "d": "decline", "c": "cancel"},
+            {"o": "open", **ANSWER_KEYS},
         )
         if action == "open":
             opened = webbrowser.open(params.url)
@@ -251,36 +308,42 @@ class TerminalHost:
     async def elicit_form(self, params: types.ElicitRequestFormParams) -> types.ElicitResult:
         schema = params.requested_schema
         required = set(schema.get("required", []))
-        questions = {
-            name: field_question(name, field, name in required)
-            for name, field in schema.get("properties", {}).items()
-        }
-        for question in questions.values():
-            self.say("  • " + question.lines[0])
-        action = await self.choose_action(
-            "[a]ccept and fill in / [d]ecline / [c]ancel: ", {"a": "accept", "d": "decline", "c": "cancel"}
-        )
+        fields = schema.get("properties", {})
+        questions = {name: field_question(name, spec, name in required) for name, spec in fields.items()}
+        for question in questions.values():  # rule 1: the whole form before the choice
+            self.say("  • " + "\n    ".join(question.lines))
+        action = await self.choose_action("[a]ccept and fill in / [d]ecline / [c]ancel: ", ANSWER_KEYS)
         if action != "accept":
             self.say(f"→ {action}")
             return types.ElicitResult(action=action)  # type: ignore[arg-type]
         content: dict[str, Any] = {}
         try:
             for name, question in questions.items():
-                self.say("\n".join(question.lines))
                 value = question.parse(await self.ask(question.prompt, question.parse))
                 if value is not None:
                     content[name] = value
         except Cancelled:
             self.say("→ cancel")
             return types.ElicitResult(action="cancel")
-        self.say("You answer: " + json.dumps(content, ensure_ascii=False))
-        final = await self.choose_action(
-            "send it? [a]ccept / [d]ecline / [c]ancel: ", {"a": "accept", "d": "decline", "c": "cancel"}
-        )
+        self.say("You answer:")
+        for name, value in content.items():
+            self.say(answer_summary(name, fields[name], value))
+        final = await self.choose_action("send it? [a]ccept / [d]ecline / [c]ancel: ", ANSWER_KEYS)
         self.say(f"→ {final}")
         if final != "accept":
             return types.ElicitResult(action=final)  # type: ignore[arg-type]
         return types.ElicitResult(action="accept", content=content)
+
+    async def answer(self, requests: Mapping[str, Any]) -> dict[str, types.ElicitResult]:
+        """The person's answer to each elicitation of one `input_required` round."""
+        answers = {}
+        for key, request in requests.items():
+            if not isinstance(request, types.ElicitRequest):
+                raise Cancelled(
+                    f"the server asks for {getattr(request, 'method', key)!r}, which this client does not answer"
+                )
+            answers[key] = await self.elicit(None, request.params)
+        return answers
 
     # --- commands --------------------------------------------------------------------------
 
@@ -292,9 +355,9 @@ class TerminalHost:
                 notes.append("destructive")
             if tool.annotations is not None and tool.annotations.read_only_hint:
                 notes.append("read-only")
-            self.say(f"  {tool.name}{' [' + ', '.join(notes) + ']' if notes else ''}")
+            self.show(f"  {tool.name}{' [' + ', '.join(notes) + ']' if notes else ''}")
             if tool.description:
-                self.say(f"      {tool.description.splitlines()[0]}")
+                self.show(f"      {tool.description.splitlines()[0]}")
             props = tool.input_schema.get("properties", {})
             required = set(tool.input_schema.get("required", []))
             self.say(
@@ -302,28 +365,61 @@ class TerminalHost:
                 + (", ".join(f"{p}{'*' if p in required else ''}" for p in props) or "none")
             )
 
-    async def ask_arguments(self, tool: types.Tool) -> dict[str, Any]:
+    async def only_workspace(self, client: Client) -> str | None:
+        """Rule 5: the workspace of the server's one `file:` resource template, if it has exactly one."""
+        capabilities = client.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            return None
+        listing = await client.list_resource_templates()
+        roots = [t.uri_template.split("/{", 1)[0] for t in listing.resource_templates]
+        workspaces = [r for r in roots if r.startswith("file://")]
+        return workspaces[0] if len(workspaces) == 1 else None
+
+    async def ask_one(self, name: str, schema: Mapping[str, Any], required: bool) -> Any:
+        kind = schema.get("type")
+        description = f" — {visible(str(schema['description']))}" if schema.get("description") else ""
+        self.say(f"{name}{'*' if required else ''} ({kind or 'json'}){description}")
+
+        def parse(text: str) -> Any:
+            if not text.strip():
+                if required:
+                    raise ValueError("this argument is required")
+                return None
+            if kind == "string":
+                return text
+            try:
+                return json.loads(text)
+            except ValueError:
+                raise ValueError(f"enter JSON for a {kind or 'value'}") from None
+
+        return parse(await self.ask(f"{name}{'*' if required else ''}: ", parse))
+
+    async def ask_arguments(self, client: Client, tool: types.Tool) -> dict[str, Any]:
+        """Rule 5: required arguments one by one, then optional ones only by name."""
         arguments: dict[str, Any] = {}
-        required = set(tool.input_schema.get("required", []))
-        for name, schema in tool.input_schema.get("properties", {}).items():
-            kind = schema.get("type")
-            mark = "*" if name in required else ""
-            description = f" — {schema['description']}" if schema.get("description") else ""
-            self.say(f"{name}{mark} ({kind or 'json'}){description}")
+        properties: Mapping[str, Any] = tool.input_schema.get("properties", {})
+        required = [n for n in tool.input_schema.get("required", []) if n in properties]
+        if "workspaceUri" in properties:
+            workspace = await self.only_workspace(client)
+            if workspace is not None:
+                arguments["workspaceUri"] = workspace
+                self.say(f"workspaceUri = {visible(workspace)} (the only workspace granted to you)")
+        for name in required:
+            if name not in arguments:
+                arguments[name] = await self.ask_one(name, properties[name], True)
+        while optional := [n for n in properties if n not in arguments and n not in required]:
 
-            def parse(text: str, kind: Any = kind, name: str = name) -> Any:
-                if not text.strip():
-                    if name in required:
-                        raise ValueError("this argument is required")
-                    return None
-                if kind == "string":
-                    return text
-                try:
-                    return json.loads(text)
-                except ValueError:
-                    raise ValueError(f"enter JSON for a {kind or 'value'}") from None
+            def pick(text: str, names: list[str] = optional) -> str:
+                if text.strip() and text.strip() not in names:
+                    raise ValueError("type one of: " + ", ".join(names))
+                return text.strip()
 
-            value = parse(await self.ask(f"{name}{mark}: ", parse))
+            name = pick(
+                await self.ask(f"optional {', '.join(optional)} (name to set, Enter to call): ", pick)
+            )
+            if not name:
+                break
+            value = await self.ask_one(name, properties[name], False)
             if value is not None:
                 arguments[name] = value
         return arguments
@@ -342,23 +438,59 @@ class TerminalHost:
                 self.say(f"arguments must be a JSON object: {exc}")
                 return
         else:
-            arguments = await self.ask_arguments(tool)
-        result = await client.call_tool(name, arguments)
-        self.show_result(result)
+            arguments = await self.ask_arguments(client, tool)
+        await self.run_rounds(client, PendingAnswer(name, arguments, None, {}))
+
+    async def run_rounds(self, client: Client, pending: PendingAnswer) -> None:
+        """Rule 6: each `input_required` round answered here, then the result shown once."""
+        self.retriable = None
+        answers: dict[str, types.ElicitResult] | None = None
+        if pending.input_requests:
+            answers = await self.answer(pending.input_requests)
+        for _ in range(client.input_required_max_rounds):
+            result = await client.session.call_tool(
+                pending.name,
+                pending.arguments,
+                input_responses=dict(answers) if answers is not None else None,
+                request_state=pending.request_state,
+                allow_input_required=True,
+            )
+            if isinstance(result, types.InputRequiredResult):
+                pending = PendingAnswer(
+                    pending.name, pending.arguments, result.request_state, result.input_requests or {}
+                )
+                answers = await self.answer(pending.input_requests)
+                continue
+            assert isinstance(result, types.CallToolResult)
+            self.show_result(result)
+            if answers and any(a.action == "cancel" for a in answers.values()):
+                until = (result.structured_content or {}).get("retriableUntil")
+                if until and pending.request_state is not None:
+                    self.retriable = pending
+                    self.say(f"Type 'again' to answer it again (until {visible(str(until))}).")
+            return
+        self.say(f"the server asked more than {client.input_required_max_rounds} rounds; stopped")
 
     def show_result(self, result: types.CallToolResult) -> None:
+        """Rule 4: printed once: the text blocks, or the structured content when there is no text."""
         self.say("── result ──────────────────────────────────────")
         if result.is_error:
             error = (result.structured_content or {}).get("error", {})
-            self.say(f"ERROR{' [' + error['code'] + ']' if 'code' in error else ''}")
+            self.say(f"ERROR{' [' + visible(str(error['code'])) + ']' if 'code' in error else ''}")
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
         for block in result.content:
-            self.say(block.text if isinstance(block, types.TextContent) else f"<{block.type} content>")
-        if result.structured_content and not result.is_error:
-            self.say(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+            if not isinstance(block, types.TextContent):
+                self.say(f"<{block.type} content>")
+        for text in texts:
+            self.show(text)
+        if not texts and result.structured_content:
+            self.show(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
     async def repl(self, client: Client) -> None:
         info = client.server_info
-        self.say(f"connected{' to ' + info.name if info is not None else ''}. Type 'help' for commands.")
+        self.say(
+            f"connected{' to ' + visible(info.name) if info is not None else ''}. Type 'help' for commands."
+        )
         while True:
             try:
                 line = (await self.ask("mcp> ")).strip()
@@ -372,52 +504,114 @@ class TerminalHost:
                     await self.list_tools(client)
                 elif command == "call" and rest.strip():
                     await self.call_tool(client, rest.strip())
+                elif command == "again":
+                    if self.retriable is None:
+                        self.say("nothing to answer again: 'again' follows a cancelled confirmation")
+                    else:
+                        await self.run_rounds(client, self.retriable)
                 elif command in ("help", "?") or command:
                     self.say(HELP)
-            except Cancelled:
-                self.say("(cancelled)")
+            except Cancelled as exc:
+                self.say(f"(cancelled{': ' + str(exc) if exc.args else ''})")
             except MCPError as exc:
-                self.say(f"the server refused: {exc.error.message} (JSON-RPC {exc.error.code})")
+                self.show(f"the server refused: {exc.error.message} (JSON-RPC {exc.error.code})")
                 if exc.error.data:
-                    self.say(f"  data: {json.dumps(exc.error.data)}")
+                    self.show(f"  data: {json.dumps(exc.error.data)}")
 
 
-def _transport(stdio: str | None, url: str | None, token_env: str | None, errlog: TextIO) -> Any:
+# --- connecting, and saying why it failed (rule 7) ---------------------------------------------
+
+
+@dataclass
+class HttpTrace:
+    """The last HTTP response the transport saw: the status that explains a failed connection."""
+
+    status: int | None = None
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        self.status = response.status_code
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+_HTTP_STATUS = {
+    401: "{status}: token not accepted by {url}{hint}",
+    403: "{status}: the token was accepted but may not use {url} (its principal or scopes)",
+    404: "{status}: no MCP endpoint at {url} (is the path /mcp?)",
+}
+
+
+def describe_failure(
+    exc: BaseException, *, url: str | None, status: int | None, token_sent: bool, server_stderr: str
+) -> str:
+    """Rule 7: one line that names the cause of a failed connection or session."""
+    leaves = list(_leaves(exc))
+    if url is not None:
+        if any(isinstance(e, httpx2.ConnectError) for e in leaves):
+            return f"cannot reach {url}: nothing answers there (is the server running on that port?)"
+        if status is not None and status >= 400:
+            hint = "" if token_sent else " (none was sent: pass --token-env VAR with the token in $VAR)"
+            template = _HTTP_STATUS.get(status, "HTTP {status} from {url}")
+            return template.format(status=status, url=url, hint=hint)
+        if any(isinstance(e, httpx2.TimeoutException) for e in leaves):
+            return f"{url} did not answer in time"
+    else:
+        said = [line.strip() for line in server_stderr.splitlines() if line.strip()]
+        if any(isinstance(e, MCPError) and e.error.message == "Connection closed" for e in leaves) or said:
+            last = visible(said[-1]) if said else "it printed nothing"
+            return f"server exited: {last}"
+    first = leaves[0]
+    return f"{type(first).__name__}: {first}"
+
+
+def _transport(
+    stdio: str | None, url: str | None, token: str | None, errlog: TextIO, trace: HttpTrace
+) -> Any:
     if stdio is not None:
         argv = shlex.split(stdio)
-        if not argv:
-            raise SystemExit("notewarden client: --stdio needs a command")
         return stdio_client(
             StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ)), errlog
         )
     assert url is not None
-    headers = {}
-    if token_env is not None:
-        token = os.environ.get(token_env)
-        if not token:
-            raise SystemExit(f"notewarden client: ${token_env} is not set; export the bearer token there")
-        headers["Authorization"] = f"Bearer {token}"
-    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=120))
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=120, event_hooks={"response": [trace.on_response]})
+    return streamable_http_client(url, http_client=http)
 
 
 def run_client(*, stdio: str | None, url: str | None, token_env: str | None) -> int:
     if token_env is not None and url is None:
         print("notewarden client: --token-env goes with --url", file=sys.stderr)
         return 2
+    if stdio is not None and not shlex.split(stdio):
+        print("notewarden client: --stdio needs a command", file=sys.stderr)
+        return 2
+    token = os.environ.get(token_env) if token_env is not None else None
+    if token_env is not None and not token:
+        print(f"notewarden client: ${token_env} is not set; export the bearer token there", file=sys.stderr)
+        return 2
     host = TerminalHost()
-    fd, log_path = tempfile.mkstemp(prefix="notewarden-client-", suffix=".log")
-    with os.fdopen(fd, "w") as errlog:
-        if stdio is not None:
-            print(f"(server messages on stderr go to {log_path})", flush=True)
+    trace = HttpTrace()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # no name on disk
 
         async def main() -> None:
-            transport = _transport(stdio, url, token_env, errlog)
-            async with Client(transport, elicitation_callback=host.elicit) as client:
+            async with Client(
+                _transport(stdio, url, token, errlog, trace), elicitation_callback=host.elicit
+            ) as client:
                 await host.repl(client)
 
         try:
             anyio.run(main)
-        except Exception as exc:  # a failed connection: say what and where, no traceback
-            print(f"notewarden client: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        except Exception as exc:
+            errlog.seek(0)
+            reason = describe_failure(
+                exc, url=url, status=trace.status, token_sent=token is not None, server_stderr=errlog.read()
+            )
+            print(f"notewarden client: {reason}", file=sys.stderr)
             return 1
     return 0

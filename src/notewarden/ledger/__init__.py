@@ -25,11 +25,20 @@ portable subset of SQL both dialects share and `?` placeholders; `lock_workspace
 serializes the writers of one workspace where the database's own locking does not.
 A commit whose outcome is unknown (the connection died during COMMIT) runs no undo step:
 the file step then stays for `recover` to settle against what did commit.
+
+Each ledger has an identity (`LedgerIdentity`): a random id created with its database (a
+SQLite file, a PostgreSQL database) and stored in it, so a record written outside the
+database (the files store's trash journal) can name the ledger that alone may settle it.
+A consumed confirmation may carry a receipt (`record_receipt`, same transaction): what the
+commit did, so a replay after a lost reply is answered with what happened, to the same
+principal only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -40,12 +49,18 @@ __all__ = [
     "Claim",
     "Durability",
     "Ledger",
+    "LedgerIdentity",
     "LedgerStats",
     "LedgerTxn",
     "LedgerUnavailable",
+    "PriorUse",
     "SchemaOutOfDate",
     "SqlSession",
+    "TransactionSteps",
+    "encode_receipt",
 ]
+
+logger = logging.getLogger(__name__)
 
 EXPIRY_SKEW_SECONDS = 120.0
 
@@ -71,6 +86,65 @@ class Claim:
     tool: str
     outcome: str
     expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerIdentity:
+    """Which ledger this is, for records kept outside its database and for people reading them."""
+
+    ledger_id: str
+    """Random, created with the database and stored in it (`ledger_identity`); never reused."""
+    kind: str
+    """ "sqlite" or "postgres"."""
+    location: str
+    """The SQLite file's absolute path, or PostgreSQL's `user@host:port/dbname` (never a password)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PriorUse:
+    """How an already-consumed confirmation was used: its outcome and, where recorded, the receipt
+    (`{"done": bool, "summary": str, "result": {...}}`: what the commit did)."""
+
+    outcome: str
+    receipt: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, outcome: object, receipt: object) -> PriorUse:
+        decoded = json.loads(receipt) if isinstance(receipt, str) else None
+        return cls(str(outcome), decoded if isinstance(decoded, dict) else None)
+
+
+def encode_receipt(receipt: Mapping[str, Any]) -> str:
+    return json.dumps(receipt, ensure_ascii=False, separators=(",", ":"))
+
+
+class TransactionSteps:
+    """What a ledger transaction runs when it ends: undo steps if it does not commit (last
+    registered first), follow-ups once it has. A failing step is logged; the others still run."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], object]] = []
+        self._after_commit: list[Callable[[], object]] = []
+
+    def on_rollback(self, undo: Callable[[], object]) -> None:
+        self._undo.append(undo)
+
+    def on_commit(self, then: Callable[[], object]) -> None:
+        self._after_commit.append(then)
+
+    def run_undo(self) -> None:
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                logger.exception("undo step failed during rollback; recovery will finish it")
+
+    def run_after_commit(self) -> None:
+        for then in self._after_commit:
+            try:
+                then()
+            except Exception:
+                logger.exception("a step after COMMIT failed; the committed change stands")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +175,26 @@ class LedgerTxn(SqlSession, Protocol):
         """Insert the claim; `False` when the id was already consumed (a replay)."""
         ...
 
-    def prior_outcome(self, confirmation_id: str, principal: str) -> str | None:
-        """The outcome recorded for an already-consumed id of this principal."""
+    def prior_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
+        """The outcome and receipt recorded for an already-consumed id of this principal (None for
+        any other principal: it learns nothing)."""
+        ...
+
+    def record_receipt(self, confirmation_id: str, receipt: Mapping[str, Any]) -> None:
+        """Keep what this transaction did with the claim it holds (committed together)."""
         ...
 
     def on_rollback(self, undo: Callable[[], object]) -> None:
         """Run `undo` (last registered first) if the transaction does not commit."""
+        ...
+
+    def on_commit(self, then: Callable[[], object]) -> None:
+        """Run `then` once COMMIT has succeeded (not when its outcome is unknown); a failure is logged."""
+        ...
+
+    @property
+    def identity(self) -> LedgerIdentity:
+        """The ledger this transaction belongs to."""
         ...
 
     def lock_workspace(self, workspace: str) -> None:
@@ -130,10 +218,13 @@ class Ledger(Protocol):
         one transaction; PostgreSQL: each statement sees what is committed when it runs)."""
         ...
 
-    def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
-        """Read-only: the outcome an id was consumed with, so a non-consuming answer to an
-        already-used confirmation is reported as such instead of inviting another answer."""
+    def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
+        """Read-only: how an id was consumed, so a non-consuming answer to an already-used
+        confirmation is reported as such instead of inviting another answer."""
         ...
+
+    @property
+    def identity(self) -> LedgerIdentity: ...
 
     def purge_expired(self, now: float) -> int: ...
 

@@ -38,7 +38,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, LiteralString
 
@@ -46,7 +46,15 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from notewarden.ledger import Claim, LedgerStats, LedgerUnavailable
+from notewarden.ledger import (
+    Claim,
+    LedgerIdentity,
+    LedgerStats,
+    LedgerUnavailable,
+    PriorUse,
+    TransactionSteps,
+    encode_receipt,
+)
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, check_versions
 
 __all__ = [
@@ -122,10 +130,11 @@ class PostgresSession:
             raise _unavailable("statement failed", exc) from exc
 
 
-class PostgresTxn(PostgresSession):
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+class PostgresTxn(PostgresSession, TransactionSteps):
+    def __init__(self, conn: psycopg.Connection[Any], identity: LedgerIdentity) -> None:
         super().__init__(conn)
-        self._undo: list[Callable[[], object]] = []
+        self.identity = identity
+        TransactionSteps.__init__(self)
 
     def claim_confirmation(self, claim: Claim) -> bool:
         rows = self._execute_native(
@@ -143,18 +152,21 @@ class PostgresTxn(PostgresSession):
         )
         return bool(rows)
 
-    def prior_outcome(self, confirmation_id: str, principal: str) -> str | None:
+    def prior_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
         rows = self._execute_native(
-            "SELECT outcome FROM confirmations WHERE confirmation_id = %s AND principal = %s",
+            "SELECT outcome, receipt FROM confirmations WHERE confirmation_id = %s AND principal = %s",
             (confirmation_id, principal),
         )
-        return str(rows[0][0]) if rows else None
+        return PriorUse.from_row(*rows[0]) if rows else None
+
+    def record_receipt(self, confirmation_id: str, receipt: Mapping[str, Any]) -> None:
+        self._execute_native(
+            "UPDATE confirmations SET receipt = %s WHERE confirmation_id = %s",
+            (encode_receipt(receipt), confirmation_id),
+        )
 
     def lock_workspace(self, workspace: str) -> None:
         self._execute_native("SELECT pg_advisory_xact_lock(%s)", (workspace_lock_key(workspace),))
-
-    def on_rollback(self, undo: Callable[[], object]) -> None:
-        self._undo.append(undo)
 
     def _execute_native(self, sql: LiteralString, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -162,13 +174,6 @@ class PostgresTxn(PostgresSession):
             return cursor.fetchall() if cursor.description else []
         except psycopg.OperationalError as exc:
             raise _unavailable("statement failed", exc) from exc
-
-    def _run_undo(self) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                logger.exception("undo step failed during rollback; recovery will finish it")
 
 
 def postgres_versions(conn: psycopg.Connection[Any]) -> dict[str, int]:
@@ -217,6 +222,7 @@ class PostgresLedger:
     ) -> None:
         self.where = describe_dsn(dsn)
         self.components = [LEDGER_SCHEMA, *components]
+        self._identity: LedgerIdentity | None = None
         self._connect_timeout = connect_timeout
         self._last_purge = 0.0
         self._purged_total = 0
@@ -260,9 +266,23 @@ class PostgresLedger:
         if check_schema:
             try:
                 self.check_schema()
+                self._identity = self.identity
             except BaseException:
                 self.close()
                 raise
+
+    @property
+    def identity(self) -> LedgerIdentity:
+        """Read once from `ledger_identity` (made by `db upgrade`); the database is the ledger."""
+        if self._identity is None:
+            with self._connection("read the ledger id") as conn:
+                try:
+                    row = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
+                finally:
+                    self._rollback(conn)
+            assert row is not None, "db upgrade creates the ledger id"
+            self._identity = LedgerIdentity(str(row[0]), "postgres", self.where)
+        return self._identity
 
     def versions(self) -> dict[str, int]:
         with self._pool.connection(timeout=self._connect_timeout) as conn:
@@ -299,13 +319,14 @@ class PostgresLedger:
 
     @contextmanager
     def critical_section(self) -> Iterator[PostgresTxn]:
+        identity = self.identity
         with self._connection("critical section") as conn:
-            txn = PostgresTxn(conn)
+            txn = PostgresTxn(conn, identity)
             try:
                 yield txn
             except BaseException:
                 self._rollback(conn)
-                txn._run_undo()
+                txn.run_undo()
                 raise
             try:
                 conn.commit()
@@ -319,6 +340,7 @@ class PostgresLedger:
                     "the change and the confirmation's use both committed (a retry then reports the "
                     "confirmation as used) or neither did (a retry completes it). Retry in a few seconds."
                 ) from exc
+            txn.run_after_commit()
         self._maybe_purge()
 
     @contextmanager
@@ -333,10 +355,10 @@ class PostgresLedger:
                 with contextlib.suppress(psycopg.Error):  # a lost connection: the pool discards it
                     conn.autocommit = False
 
-    def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
+    def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
         with self._connection("read") as conn:
             try:
-                return PostgresTxn(conn).prior_outcome(confirmation_id, principal)
+                return PostgresTxn(conn, self.identity).prior_outcome(confirmation_id, principal)
             finally:
                 self._rollback(conn)
 

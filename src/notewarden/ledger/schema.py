@@ -64,6 +64,16 @@ LEDGER_SCHEMA = SchemaComponent(
         ) WITHOUT ROWID;
         CREATE INDEX confirmations_by_expiry ON confirmations (expires_at);
         """,
+        """
+        CREATE TABLE ledger_identity (
+            singleton  INTEGER PRIMARY KEY CHECK (singleton = 1),
+            ledger_id  TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        INSERT INTO ledger_identity (singleton, ledger_id, created_at)
+            VALUES (1, lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
+        ALTER TABLE confirmations ADD COLUMN receipt TEXT;
+        """,
     ),
     postgres=(
         """
@@ -77,8 +87,20 @@ LEDGER_SCHEMA = SchemaComponent(
         );
         CREATE INDEX confirmations_by_expiry ON confirmations (expires_at);
         """,
+        """
+        CREATE TABLE ledger_identity (
+            singleton  integer PRIMARY KEY CHECK (singleton = 1),
+            ledger_id  text NOT NULL,
+            created_at double precision NOT NULL
+        );
+        INSERT INTO ledger_identity (singleton, ledger_id, created_at)
+            VALUES (1, replace(gen_random_uuid()::text, '-', ''), extract(epoch FROM clock_timestamp()));
+        ALTER TABLE confirmations ADD COLUMN receipt text;
+        """,
     ),
 )
+"""Step 2: the ledger's identity (a random id made with the database, see `LedgerIdentity`) and
+each confirmation's receipt (what its commit did, JSON)."""
 
 _VERSIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"

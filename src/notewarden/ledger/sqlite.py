@@ -17,15 +17,25 @@ Use the PostgreSQL ledger for several hosts.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from notewarden.ledger import Claim, Durability, LedgerStats, LedgerUnavailable
+from notewarden.ledger import (
+    Claim,
+    Durability,
+    LedgerIdentity,
+    LedgerStats,
+    LedgerUnavailable,
+    PriorUse,
+    TransactionSteps,
+    encode_receipt,
+)
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
 
 __all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn", "apply_migrations"]
@@ -63,10 +73,19 @@ class SqliteSession:
             raise
 
 
-class SqliteTxn(SqliteSession):
-    def __init__(self, conn: sqlite3.Connection) -> None:
+def _prior_use(conn: sqlite3.Connection, confirmation_id: str, principal: str) -> PriorUse | None:
+    row = conn.execute(
+        "SELECT outcome, receipt FROM confirmations WHERE confirmation_id = ? AND principal = ?",
+        (confirmation_id, principal),
+    ).fetchone()
+    return PriorUse.from_row(*row) if row else None
+
+
+class SqliteTxn(SqliteSession, TransactionSteps):
+    def __init__(self, conn: sqlite3.Connection, identity: LedgerIdentity) -> None:
         super().__init__(conn)
-        self._undo: list[Callable[[], object]] = []
+        self.identity = identity
+        TransactionSteps.__init__(self)
 
     def lock_workspace(self, workspace: str) -> None:
         """Nothing to do: `BEGIN IMMEDIATE` already excludes every other writer of the file."""
@@ -86,22 +105,14 @@ class SqliteTxn(SqliteSession):
         ).fetchone()
         return row is not None
 
-    def prior_outcome(self, confirmation_id: str, principal: str) -> str | None:
-        row = self._conn.execute(
-            "SELECT outcome FROM confirmations WHERE confirmation_id = ? AND principal = ?",
-            (confirmation_id, principal),
-        ).fetchone()
-        return str(row[0]) if row else None
+    def prior_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
+        return _prior_use(self._conn, confirmation_id, principal)
 
-    def on_rollback(self, undo: Callable[[], object]) -> None:
-        self._undo.append(undo)
-
-    def _run_undo(self) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                logger.exception("undo step failed during rollback; recovery will finish it at next start")
+    def record_receipt(self, confirmation_id: str, receipt: Mapping[str, Any]) -> None:
+        self.execute(
+            "UPDATE confirmations SET receipt = ? WHERE confirmation_id = ?",
+            (encode_receipt(receipt), confirmation_id),
+        )
 
 
 class SqliteLedger:
@@ -124,7 +135,10 @@ class SqliteLedger:
         self._write_lock = threading.Lock()
         self._last_purge = 0.0
         self._purged_total = 0
-        sqlite_upgrade(self._connection(), [LEDGER_SCHEMA, *components])
+        conn = self._connection()
+        sqlite_upgrade(conn, [LEDGER_SCHEMA, *components])
+        (ledger_id,) = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
+        self.identity = LedgerIdentity(str(ledger_id), "sqlite", os.path.abspath(path))
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -164,7 +178,7 @@ class SqliteLedger:
             raise LedgerUnavailable(
                 f"the ledger is busy or unavailable ({exc}); nothing was changed"
             ) from exc
-        txn = SqliteTxn(conn)
+        txn = SqliteTxn(conn, self.identity)
         try:
             yield txn
             conn.execute("COMMIT")
@@ -172,8 +186,9 @@ class SqliteLedger:
             try:
                 conn.execute("ROLLBACK")
             finally:
-                txn._run_undo()
+                txn.run_undo()
             raise
+        txn.run_after_commit()
         self._maybe_purge()
 
     @contextmanager
@@ -191,8 +206,8 @@ class SqliteLedger:
         finally:
             conn.execute("ROLLBACK")
 
-    def consumed_outcome(self, confirmation_id: str, principal: str) -> str | None:
-        return SqliteTxn(self._connection()).prior_outcome(confirmation_id, principal)
+    def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
+        return _prior_use(self._connection(), confirmation_id, principal)
 
     def _maybe_purge(self) -> None:
         now = time.time()

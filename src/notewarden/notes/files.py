@@ -12,19 +12,25 @@ the critical section and the file step is reversible until COMMIT:
     COMMIT
 
 Every process changes a workspace's trash (delete, restore, purge) only while holding that
-workspace's lock (on SQLite the database write lock, which covers every workspace). So while
-`recover` holds the lock, a trash entry without a committed row can only be a leftover of a
-process that died between its rename and its COMMIT (or whose COMMIT's outcome was unknown),
-and recovery moves it back to the path its journal line names. Recovery runs at start-up, again
-inside a delete that finds its note missing, so a retry on any instance heals a dead instance's
-half-done move; having dealt with every line, it empties the journal. Once this process has
-appended `JOURNAL_RECOVERY_BYTES` to a workspace's journal, the next delete replays the journal
-alone (not the whole trash) before appending. The outcome after any crash is
-"in the trash and consumed" or "untouched and still usable". Nothing is unlinked here:
-everything deleted stays in the trash until it is emptied.
+workspace's lock (on SQLite the database write lock, which covers every workspace), and only when
+the trash's owner marker names the ledger of its transaction (`notes.ownership`: one ledger per
+folder). Each journal line names that ledger. So while `recover` holds the lock, a line of *its*
+ledger whose trash entry has no committed row can only be a leftover of a process that died
+between its rename and its COMMIT (or whose COMMIT's outcome was unknown), and recovery moves it
+back to the path the line names. Lines of any other ledger, or of an earlier version that wrote no
+ledger id, are never acted on: only their own ledger can prove they did not commit
+(`notes.ownership` Rule 1). After COMMIT a second line records the delete as committed, for
+readers that do not hold the ledger.
 
-Before the journal, each entry had a sidecar file `trash/<id>.json`; recovery still reads any
-that an earlier version left, and purging an entry removes its sidecar.
+Recovery runs at start-up, again inside a delete that finds its note missing, so a retry on any
+instance heals a dead instance's half-done move; having dealt with its ledger's lines, it rewrites
+the journal with the rest. Once this process has appended `JOURNAL_RECOVERY_BYTES` to a
+workspace's journal, the next delete replays the journal alone (not the whole trash) before
+appending. The outcome after any crash is "in the trash and consumed" or "untouched and still
+usable". Nothing is unlinked here: everything deleted stays in the trash until it is emptied.
+
+Before the journal, each entry had a sidecar file `trash/<id>.json`, which names no ledger: such an
+entry is left in the trash and reported at recovery; purging an entry removes its sidecar.
 
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
@@ -32,7 +38,6 @@ the portable SQL of `LedgerTxn.execute`.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -45,6 +50,13 @@ from notewarden.ledger import Durability, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
+from notewarden.notes.ownership import (
+    WorkspaceOwnedElsewhere,
+    claim_owner,
+    committed_line,
+    intent_line,
+    parse_journal,
+)
 from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
 from notewarden.scope.fsroot import (
     FsError,
@@ -106,8 +118,30 @@ def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
-def _committed(txn: LedgerTxn, workspace: str) -> set[str]:
-    return {row[0] for row in txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (workspace,))}
+def _committed(txn: LedgerTxn, trash_ids: Sequence[str]) -> set[str]:
+    """Which of these trash ids have a committed row in the transaction's ledger (whatever the
+    workspace URI they were recorded under: one folder may be named by more than one URI)."""
+    found: set[str] = set()
+    for start in range(0, len(trash_ids), 500):
+        chunk = trash_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        found |= {
+            row[0] for row in txn.execute(f"SELECT trash_id FROM trash WHERE trash_id IN ({marks})", chunk)
+        }
+    return found
+
+
+def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
+    """Refuse to change a trash whose owner marker names another ledger than the transaction's
+    (`notes.ownership` Rule 2); an unmarked folder is marked for it."""
+    try:
+        owner = claim_owner(scope.root, txn.identity)
+    except ValueError as exc:
+        raise WorkspaceOwnedElsewhere(str(scope.workspace), None, txn.identity, str(exc)) from None
+    if owner.ledger_id != txn.identity.ledger_id:
+        raise WorkspaceOwnedElsewhere(
+            str(scope.workspace), owner, txn.identity, "the folder's owner is another ledger now"
+        )
 
 
 def _note(row: IndexedNote) -> Note:
@@ -229,6 +263,7 @@ class FilesNoteStore:
     ) -> Note:
         root = scope.root
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         rows = txn.execute(
             "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
         )
@@ -257,6 +292,7 @@ class FilesNoteStore:
     ) -> int:
         root = scope.root
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         for entry in entries:
             if root.trash_entry(entry.trash_id) != entry.identity:
                 raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
@@ -282,6 +318,7 @@ class FilesNoteStore:
         confirmation_id: str,
     ) -> TrashedNote:
         txn.lock_workspace(str(scope.workspace))
+        require_owner(txn, scope)
         try:
             return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
         except NoteMissing:
@@ -300,13 +337,15 @@ class FilesNoteStore:
     ) -> TrashedNote:
         root = scope.root
         workspace = str(scope.workspace)
+        ledger_id = txn.identity.ledger_id
         if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:  # we hold the lock
-            self._replay_journal(root, workspace, _committed(txn, workspace))
+            self._replay_journal(txn, root, workspace)
         trash_id = _new_trash_id()
         deleted_at = time.time()
-        intent = json.dumps({"trash_id": trash_id, "note_id": candidate.id, "workspace": workspace})
-        root.append_trash_journal(intent.encode() + b"\n", sync=self._sync_trash)
-        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + 1
+        intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
+        root.append_trash_journal(intent, sync=self._sync_trash)
+        committed = committed_line(trash_id, ledger_id)
+        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
         identity = root.quarantine(candidate.id, trash_id, candidate.identity)
 
         def put_back() -> None:
@@ -314,6 +353,7 @@ class FilesNoteStore:
             self.index.note_changed(workspace, root, candidate.id)
 
         txn.on_rollback(put_back)
+        txn.on_commit(lambda: root.append_trash_journal(committed, sync=False))
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
@@ -345,54 +385,56 @@ class FilesNoteStore:
         if root is None:
             raise ValueError(f"the files store needs the directory of {workspace} to recover it")
         txn.lock_workspace(str(workspace))
-        committed = _committed(txn, str(workspace))
+        rows = txn.execute("SELECT trash_id FROM trash WHERE workspace = ?", (str(workspace),))
         recovered = 0
-        for trash_id in sorted(committed):
+        for trash_id in sorted(row[0] for row in rows):
             if root.trash_entry(trash_id) is None:
                 txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
                 with suppress(NoteMissing):
                     root.purge_trash_entry(trash_id + _SIDECAR)
                 recovered += 1
                 logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
-        recovered += self._replay_journal(root, str(workspace), committed)
-        for name in root.list_trash():  # sidecars of earlier versions
-            trash_id = name.removesuffix(_SIDECAR)
-            if trash_id == name or trash_id in committed:
-                continue
-            try:
-                note_id = json.loads(root.read_trash_file(name, 64 * 1024))["note_id"]
-                if not isinstance(note_id, str):
-                    raise TypeError("note_id must be a string")
-            except (ValueError, KeyError, TypeError, FsError):
-                logger.error("unreadable trash sidecar left in place", extra={"entry": name})
-                continue
-            put_back = self._put_back(root, trash_id, note_id)
-            if put_back is not None:
-                recovered += put_back
-                root.purge_trash_entry(name)
+        recovered += self._replay_journal(txn, root, str(workspace))
+        sidecars = [name.removesuffix(_SIDECAR) for name in root.list_trash() if name.endswith(_SIDECAR)]
+        unknown = sorted(set(sidecars) - _committed(txn, sidecars))
+        if unknown:  # an earlier version's records name no ledger: only a person can settle them
+            logger.warning(
+                "trash entries of an earlier version left in the trash: their ledger is unknown",
+                extra={
+                    "workspace": str(workspace),
+                    "trash_ids": ",".join(unknown[:20]),
+                    "count": len(unknown),
+                },
+            )
         return recovered
 
-    def _replay_journal(self, root: WorkspaceRoot, workspace: str, committed: set[str]) -> int:
-        """Move back what the journal names and `committed` does not, then empty the journal but
-        for the lines that could not be acted on. The caller holds the workspace's lock."""
+    def _replay_journal(self, txn: LedgerTxn, root: WorkspaceRoot, workspace: str) -> int:
+        """Settle the journal's lines of the transaction's ledger: move back what did not commit, then
+        rewrite the journal with the lines it could not act on and every other ledger's lines
+        (`notes.ownership` Rule 1). The caller holds the workspace's lock."""
         journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        lines, unreadable = parse_journal(journal)
+        if unreadable:
+            logger.error("unreadable lines of the trash journal dropped", extra={"workspace": workspace})
+        ours = txn.identity.ledger_id
+        committed = _committed(txn, [line.trash_id for line in lines if line.ledger in (ours, None)])
         recovered = 0
         kept: list[bytes] = []
-        for line in journal.splitlines(keepends=True):
-            try:
-                intent = json.loads(line)
-                trash_id, note_id = intent["trash_id"], intent["note_id"]
-                if not isinstance(trash_id, str) or not isinstance(note_id, str):
-                    raise TypeError("trash_id and note_id must be strings")
-            except (ValueError, KeyError, TypeError):
-                logger.error("unreadable line of the trash journal dropped", extra={"workspace": workspace})
-                continue
-            if trash_id in committed:
-                continue
-            put_back = self._put_back(root, trash_id, note_id)
-            recovered += put_back is True
-            if put_back is None:
-                kept.append(line)
+        foreign = 0
+        for line in lines:
+            if line.ledger == ours and line.note_id is not None and line.trash_id not in committed:
+                put_back = self._put_back(root, line.trash_id, line.note_id)
+                recovered += put_back is True
+                if put_back is None:
+                    kept.append(line.raw)
+            elif line.ledger != ours and not (line.ledger is None and line.trash_id in committed):
+                kept.append(line.raw)  # another ledger's (or an unknown one's): only it can settle the line
+                foreign += line.note_id is not None
+        if foreign:
+            logger.info(
+                "trash journal lines of other ledgers left alone",
+                extra={"workspace": workspace, "lines": foreign},
+            )
         if len(journal) < _JOURNAL_READ_MAX:
             root.reset_trash_journal(b"".join(kept))
             self._journaled[workspace] = 0

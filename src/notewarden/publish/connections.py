@@ -23,13 +23,13 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from notewarden.ledger.sqlite import apply_migrations
 from notewarden.publish.vault import Sealer, credential_binding, credential_sealer
 
-__all__ = ["Completion", "ConnectionStatus", "Connections", "PendingConnection"]
+__all__ = ["AskedBy", "Completion", "ConnectionStatus", "Connections", "PendingConnection"]
 
 MIGRATIONS: Sequence[str] = (
     """
@@ -52,6 +52,13 @@ MIGRATIONS: Sequence[str] = (
         PRIMARY KEY (principal, target)
     ) WITHOUT ROWID;
     """,
+    # what the connect page names: the note, the tool and the client that asked (display only)
+    """
+    ALTER TABLE publish_connections ADD COLUMN note_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE publish_connections ADD COLUMN note_title TEXT NOT NULL DEFAULT '';
+    ALTER TABLE publish_connections ADD COLUMN tool TEXT NOT NULL DEFAULT '';
+    ALTER TABLE publish_connections ADD COLUMN client TEXT NOT NULL DEFAULT '';
+    """,
 )
 _KEEP_FINISHED_SECONDS = 86400.0
 
@@ -70,6 +77,16 @@ class Completion(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class AskedBy:
+    """Who asked, for the page to name (display only: `client` is what the client calls itself)."""
+
+    note_id: str = ""
+    note_title: str = ""
+    tool: str = ""
+    client: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PendingConnection:
     connection_id: str
     principal: str
@@ -77,6 +94,7 @@ class PendingConnection:
     created_at: float
     expires_at: float
     status: ConnectionStatus
+    asked_by: AskedBy = field(default_factory=AskedBy)
 
     def expired(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) >= self.expires_at
@@ -113,19 +131,33 @@ class Connections:
             conn.execute("ROLLBACK")
             raise
 
-    def start(self, principal: str, target: str, ttl: float) -> PendingConnection:
+    def start(
+        self, principal: str, target: str, ttl: float, asked_by: AskedBy | None = None
+    ) -> PendingConnection:
         now = time.time()
+        asked = asked_by or AskedBy()
         pending = PendingConnection(
-            secrets.token_urlsafe(18), principal, target, now, now + ttl, ConnectionStatus.PENDING
+            secrets.token_urlsafe(18), principal, target, now, now + ttl, ConnectionStatus.PENDING, asked
         )
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM publish_connections WHERE expires_at < ?", (now - _KEEP_FINISHED_SECONDS,)
             )
             conn.execute(
-                "INSERT INTO publish_connections (connection_id, principal, target, created_at, expires_at, status) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (pending.connection_id, principal, target, now, pending.expires_at, pending.status.value),
+                "INSERT INTO publish_connections (connection_id, principal, target, created_at, expires_at, status, "
+                "note_id, note_title, tool, client) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pending.connection_id,
+                    principal,
+                    target,
+                    now,
+                    pending.expires_at,
+                    pending.status.value,
+                    asked.note_id,
+                    asked.note_title,
+                    asked.tool,
+                    asked.client,
+                ),
             )
         return pending
 
@@ -133,15 +165,17 @@ class Connections:
         row = (
             self._db()
             .execute(
-                "SELECT connection_id, principal, target, created_at, expires_at, status "
-                "FROM publish_connections WHERE connection_id = ?",
+                "SELECT connection_id, principal, target, created_at, expires_at, status, "
+                "note_id, note_title, tool, client FROM publish_connections WHERE connection_id = ?",
                 (connection_id,),
             )
             .fetchone()
         )
         if row is None:
             return None
-        return PendingConnection(row[0], row[1], row[2], row[3], row[4], ConnectionStatus(row[5]))
+        return PendingConnection(
+            row[0], row[1], row[2], row[3], row[4], ConnectionStatus(row[5]), AskedBy(*row[6:10])
+        )
 
     def complete(self, connection_id: str, principal: str, credential: str) -> Completion:
         """Store the credential and mark the connection done, once (rule 2)."""

@@ -24,6 +24,7 @@ from notewarden.ledger.schema import SchemaComponent
 from notewarden.publish.connections import (
     _KEEP_FINISHED_SECONDS,
     MIGRATIONS,
+    AskedBy,
     Completion,
     ConnectionStatus,
     PendingConnection,
@@ -57,6 +58,13 @@ PUBLISH_SCHEMA = SchemaComponent(
             PRIMARY KEY (principal, target)
         );
         """,
+        """
+        ALTER TABLE publish_connections
+            ADD COLUMN note_id text NOT NULL DEFAULT '',
+            ADD COLUMN note_title text NOT NULL DEFAULT '',
+            ADD COLUMN tool text NOT NULL DEFAULT '',
+            ADD COLUMN client text NOT NULL DEFAULT '';
+        """,
     ),
 )
 
@@ -64,7 +72,9 @@ PUBLISH_SCHEMA = SchemaComponent(
 class ConnectionStore(Protocol):
     """What notes_publish and the connect pages need (`publish.connections` Rules 1-4)."""
 
-    def start(self, principal: str, target: str, ttl: float) -> PendingConnection: ...
+    def start(
+        self, principal: str, target: str, ttl: float, asked_by: AskedBy | None = None
+    ) -> PendingConnection: ...
 
     def get(self, connection_id: str) -> PendingConnection | None: ...
 
@@ -84,33 +94,49 @@ class LedgerConnections:
         self._ledger = ledger
         self._sealer: Sealer = credential_sealer(keys)
 
-    def start(self, principal: str, target: str, ttl: float) -> PendingConnection:
+    def start(
+        self, principal: str, target: str, ttl: float, asked_by: AskedBy | None = None
+    ) -> PendingConnection:
         now = time.time()
+        asked = asked_by or AskedBy()
         pending = PendingConnection(
-            secrets.token_urlsafe(18), principal, target, now, now + ttl, ConnectionStatus.PENDING
+            secrets.token_urlsafe(18), principal, target, now, now + ttl, ConnectionStatus.PENDING, asked
         )
         with self._ledger.critical_section() as txn:
             txn.execute(
                 "DELETE FROM publish_connections WHERE expires_at < ?", (now - _KEEP_FINISHED_SECONDS,)
             )
             txn.execute(
-                "INSERT INTO publish_connections (connection_id, principal, target, created_at, expires_at, status) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (pending.connection_id, principal, target, now, pending.expires_at, pending.status.value),
+                "INSERT INTO publish_connections (connection_id, principal, target, created_at, expires_at, status, "
+                "note_id, note_title, tool, client) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pending.connection_id,
+                    principal,
+                    target,
+                    now,
+                    pending.expires_at,
+                    pending.status.value,
+                    asked.note_id,
+                    asked.note_title,
+                    asked.tool,
+                    asked.client,
+                ),
             )
         return pending
 
     def get(self, connection_id: str) -> PendingConnection | None:
         with self._ledger.snapshot() as db:
             rows = db.execute(
-                "SELECT connection_id, principal, target, created_at, expires_at, status "
-                "FROM publish_connections WHERE connection_id = ?",
+                "SELECT connection_id, principal, target, created_at, expires_at, status, "
+                "note_id, note_title, tool, client FROM publish_connections WHERE connection_id = ?",
                 (connection_id,),
             )
         if not rows:
             return None
-        cid, principal, target, created_at, expires_at, status = rows[0]
-        return PendingConnection(cid, principal, target, created_at, expires_at, ConnectionStatus(status))
+        cid, principal, target, created_at, expires_at, status, *asked = rows[0]
+        return PendingConnection(
+            cid, principal, target, created_at, expires_at, ConnectionStatus(status), AskedBy(*asked)
+        )
 
     def complete(self, connection_id: str, principal: str, credential: str) -> Completion:
         """Store the credential and mark the connection done, once (Rule 2)."""

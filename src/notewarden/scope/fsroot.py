@@ -37,7 +37,9 @@ identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) bo
 residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` deletes, and only inside the trash directory. The one file
 appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW | O_NONBLOCK``, and only while
-it is a regular file of the service.
+it is a regular file of the service. Names starting with ``~`` in the trash are its records (the
+journal, the owner marker ``~owner``), never entries; a record is replaced by writing a temp file
+and renaming it over, or created exclusively by linking it into place.
 
 Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
 can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
@@ -75,6 +77,7 @@ __all__ = [
     "NOTE_SUFFIXES",
     "TRASH_DIR_NAME",
     "TRASH_JOURNAL_NAME",
+    "TRASH_OWNER_NAME",
     "DirListing",
     "DirStamp",
     "EscapeBlocked",
@@ -94,6 +97,8 @@ __all__ = [
 TRASH_DIR_NAME: Final = ".notewarden-trash"
 TRASH_JOURNAL_NAME: Final = "~intents"
 """In the trash directory; not a valid trash name, so never listed or purged as an entry."""
+TRASH_OWNER_NAME: Final = "~owner"
+"""In the trash directory: which ledger owns this trash (`notes.ownership`); a record, like the journal."""
 NOTE_SUFFIXES: Final = (".md", ".markdown")
 TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
@@ -233,6 +238,11 @@ def split_relative(path: str) -> tuple[str, ...]:
     if parts[0] == TRASH_DIR_NAME:
         raise PathRejected(f"note path {path!r}: {TRASH_DIR_NAME!r} is reserved for the trash")
     return parts
+
+
+def _check_record_name(name: str) -> None:
+    if name not in (TRASH_JOURNAL_NAME, TRASH_OWNER_NAME):
+        raise PathRejected(f"{name!r} is not a trash record")
 
 
 def _check_trash_name(name: str) -> str:
@@ -1026,7 +1036,7 @@ class WorkspaceRoot:
         allocates no inode, unlike a file per entry (which cost 11-287 µs of kernel CPU per delete on
         these machines' ext4, docs/performance.md). With ``sync`` the line is fsynced, and the trash
         directory too when this call created the journal (survives power loss)."""
-        fd = self._open_journal(os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
+        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
         assert fd is not None  # with create, a missing journal is created, not None
         try:
             if os.write(fd, line) != len(line):
@@ -1040,17 +1050,11 @@ class WorkspaceRoot:
 
     def read_trash_journal(self, max_bytes: int) -> bytes:
         """The intent journal's first ``max_bytes`` (empty when there is no trash or no journal)."""
-        fd = self._open_journal(os.O_RDONLY)
-        if fd is None:
-            return b""
-        try:
-            return _read_fd(fd, max_bytes, False, "trash journal")
-        finally:
-            os.close(fd)
+        return self.read_trash_record(TRASH_JOURNAL_NAME, max_bytes) or b""
 
     def reset_trash_journal(self, keep: bytes = b"") -> None:
         """Empty the intent journal once recovery has dealt with its lines, but for ``keep``."""
-        fd = self._open_journal(os.O_WRONLY)
+        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY)
         if fd is None:
             return
         try:
@@ -1060,10 +1064,52 @@ class WorkspaceRoot:
         finally:
             os.close(fd)
 
-    def _open_journal(self, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
-        """The intent journal, opened beneath the trash fd and checked to be a regular file of the
-        service; None when there is no trash or no journal and ``create`` is false. A journal this
-        call creates has its directory entry fsynced when ``sync``."""
+    def read_trash_record(self, name: str, max_bytes: int) -> bytes | None:
+        """The first ``max_bytes`` of a trash record (a ``~`` name), or None when it does not exist."""
+        fd = self._open_record(name, os.O_RDONLY)
+        if fd is None:
+            return None
+        try:
+            return _read_fd(fd, max_bytes, False, name)
+        finally:
+            os.close(fd)
+
+    def write_trash_record(self, name: str, data: bytes, *, replace: bool) -> bool:
+        """Write a whole trash record, fsynced, creating the trash if needed. ``replace=False`` creates
+        it only if it does not exist (False when it did: another process was first); ``replace=True``
+        renames the new content over the old. Readers see the old record or the new one, never a part."""
+        _check_record_name(name)
+        tfd = self._open_trash(create=True)
+        try:
+            tmp = f"{name}{TMP_PREFIX}{secrets.token_hex(6)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _JOURNAL_OPEN, 0o600, dir_fd=tfd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                if replace:
+                    os.rename(tmp, name, src_dir_fd=tfd, dst_dir_fd=tfd)
+                    return True
+                os.link(tmp, name, src_dir_fd=tfd, dst_dir_fd=tfd, follow_symlinks=False)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=tfd)
+                _fsync_dir(tfd)
+        except OSError as exc:
+            raise _generic(f"trash record {name!r}", exc) from exc
+        finally:
+            os.close(tfd)
+
+    def _open_record(self, name: str, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
+        """A trash record (the journal, the owner marker), opened beneath the trash fd and checked to
+        be a regular file of the service; None when there is no trash or no such record and ``create``
+        is false. A record this call creates has its directory entry fsynced when ``sync``."""
+        _check_record_name(name)
         try:
             tfd = self._open_trash(create=create)
         except NoteMissing:
@@ -1073,23 +1119,27 @@ class WorkspaceRoot:
         try:
             flags |= _JOURNAL_OPEN
             try:
-                fd = os.open(TRASH_JOURNAL_NAME, flags, dir_fd=tfd)
+                fd = os.open(name, flags, dir_fd=tfd)
             except FileNotFoundError:
                 if not create:
                     return None
-                fd = os.open(TRASH_JOURNAL_NAME, flags | os.O_CREAT, 0o600, dir_fd=tfd)
+                fd = os.open(name, flags | os.O_CREAT, 0o600, dir_fd=tfd)
                 if sync:
                     _fsync_dir(tfd)
             except OSError as exc:
                 if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a directory
-                    raise NotARegularFile("trash journal: is not a regular file; move it away") from exc
-                raise self._classify_step(tfd, TRASH_JOURNAL_NAME, exc, "trash journal") from exc
+                    raise NotARegularFile(
+                        f"trash record {name!r}: is not a regular file; move it away"
+                    ) from exc
+                raise self._classify_step(tfd, name, exc, f"trash record {name!r}") from exc
         finally:
             os.close(tfd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
             os.close(fd)
-            raise NotARegularFile("trash journal: is not a regular file of the service; move it away")
+            raise NotARegularFile(
+                f"trash record {name!r}: is not a regular file of the service; move it away"
+            )
         return fd
 
     def read_trash_file(self, trash_name: str, max_bytes: int) -> bytes:

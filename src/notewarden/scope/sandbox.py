@@ -10,7 +10,7 @@ Rule 2: the allowances, nothing else.
 
 | beneath                                                     | rights                          |
 |-------------------------------------------------------------|---------------------------------|
-| every configured workspace, the state dir                   | read, write, create, remove, rename (no symlinks, devices, FIFOs, sockets) |
+| every configured workspace, the state dir, the state dir of a ledger this server shares (`notes.ownership`) | read, write, create, remove, rename (no symlinks, devices, FIFOs, sockets) |
 | Python (its prefixes and `sys.path`), /usr, /lib*           | read                            |
 | /etc/ssl and the resolver files (JWKS over https)           | read                            |
 | the config file's and the JWKS file's directories           | read files (reloads see edits saved by rename) |
@@ -40,7 +40,7 @@ import errno
 import logging
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -100,9 +100,9 @@ class SandboxReport:
     abi: int = 0
 
 
-def plan_for(config: Config) -> SandboxPlan:
+def plan_for(config: Config, shared_state_dirs: Sequence[Path] = ()) -> SandboxPlan:
     """The allowances of Rule 2 for this configuration (paths that do not exist are dropped later)."""
-    read_write = [Path(w.path) for w in config.workspaces] + [config.state_dir]
+    read_write = [Path(w.path) for w in config.workspaces] + [config.state_dir, *shared_state_dirs]
     python = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     cwd = os.getcwd()
     python |= {p for p in sys.path if p and os.path.abspath(p) != cwd}
@@ -127,8 +127,14 @@ def thread_count() -> int:
         return threading.active_count()
 
 
-def apply_sandbox(config: Config, *, enabled: bool = True, bind_port: int | None = None) -> SandboxReport:
-    """Confine this process to `plan_for(config)` (module Rules 1-3) and log what was done.
+def apply_sandbox(
+    config: Config,
+    *,
+    enabled: bool = True,
+    bind_port: int | None = None,
+    shared_state_dirs: Sequence[Path] = (),
+) -> SandboxReport:
+    """Confine this process to `plan_for(config, shared_state_dirs)` (module Rules 1-3) and log what was done.
 
     `bind_port` is the one TCP port the process may listen on (HTTP); None allows none.
     """
@@ -157,7 +163,7 @@ def apply_sandbox(config: Config, *, enabled: bool = True, bind_port: int | None
             f"the sandbox must be applied before any thread starts, but {threads} threads exist; "
             "apply it first thing in main()"
         )
-    plan = plan_for(config)
+    plan = plan_for(config, shared_state_dirs)
     with landlockpy.Ruleset(
         handled_fs=HANDLED, handled_net=AccessNet.BIND_TCP, scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL
     ) as ruleset:

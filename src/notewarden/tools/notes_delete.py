@@ -43,9 +43,11 @@ from notewarden.confirm.forms import (
     judge_selection,
 )
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, new_confirmation_id
+from notewarden.display import visible
 from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.model import match_words
+from notewarden.notes.store import TrashedNote
 from notewarden.scope.fsroot import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
@@ -57,6 +59,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.results import already_used, receipt
 from notewarden.tools.workspace_hint import resolve_workspace
 
 __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
@@ -141,6 +144,7 @@ class DeleteTool:
                 "give exactly one of title (words of the note title) and noteIds (note ids)",
             )
         scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
+        self.services.trash_ledger(scope.workspace)  # a trash this server may not change: say so now
         note_ids = call.arguments.get("noteIds")
         if call.live is not None:
             return await self.ask_live(call, scope, query, note_ids)
@@ -190,14 +194,16 @@ class DeleteTool:
     ) -> types.CallToolResult:
         """`retriable=False` on a legacy session, where the state dies with the call."""
         outcome = OUTCOMES[verdict.kind]
+        ledger = self.services.trash_ledger(state.workspace)
         if not outcome.consumes:
-            prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
+            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
-                raise already_used(prior)
+                raise already_used(call.name, prior)
         if verdict.kind is VerdictKind.INVALID:
             again = "The confirmation is still usable; answer the form again." if retriable else "Call again."
             return tool_error("invalid_answer", f"nothing was deleted: {verdict.problem}. {again}")
-        deleted = []
+        workspace = call.arguments["workspaceUri"]
+        deleted: list[TrashedNote] = []
         if outcome.consumes:
             claim = Claim(
                 confirmation_id=state.confirmation_id,
@@ -208,9 +214,9 @@ class DeleteTool:
                 + self.services.config.confirmation_ttl_seconds
                 + EXPIRY_SKEW_SECONDS,
             )
-            with self.services.ledger.critical_section() as txn:
+            with ledger.critical_section() as txn:
                 if not txn.claim_confirmation(claim):
-                    raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
                 pause_point("after_claim")
                 if outcome.mutates:
                     scope = self.services.grants.authorize_workspace(
@@ -233,14 +239,11 @@ class DeleteTool:
                                 f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
                             ) from None
                         deleted.append(trashed)
-                    pause_point("after_mutation")
+                txn.record_receipt(state.confirmation_id, delete_receipt(outcome.label, workspace, deleted))
+                if deleted:
+                    pause_point("after_mutation")  # everything written; only COMMIT is left
             pause_point("after_commit")
-        workspace = call.arguments["workspaceUri"]
-        structured: dict[str, Any] = {
-            "outcome": outcome.label,
-            "workspaceUri": workspace,
-            "deleted": [{"id": d.note_id, "title": d.title, "trashId": d.trash_id} for d in deleted],
-        }
+        structured = delete_result(outcome.label, workspace, deleted)
         if len(deleted) > 1:
             text = f"Moved {len(deleted)} notes to the trash of {workspace}: " + ", ".join(
                 d.note_id for d in deleted
@@ -292,12 +295,23 @@ def delete_request(
     return delete_set_form(str(scope.uri), candidates)
 
 
-def already_used(prior: str | None) -> ToolFailure:
-    return ToolFailure(
-        "confirmation_already_used",
-        f"nothing was deleted: this confirmation was already used ({prior or 'consumed'}). "
-        "Call notes_delete again to start a new confirmation.",
-    )
+def delete_result(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) -> dict[str, Any]:
+    return {
+        "outcome": outcome,
+        "workspaceUri": workspace,
+        "deleted": [{"id": d.note_id, "title": d.title, "trashId": d.trash_id} for d in deleted],
+    }
+
+
+def delete_receipt(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) -> dict[str, Any]:
+    done = None
+    if len(deleted) == 1:
+        done = f"“{visible(deleted[0].title)}” ({visible(deleted[0].note_id)}) was moved to the trash of {workspace}"
+    elif deleted:
+        done = f"{len(deleted)} notes were moved to the trash of {workspace}: " + ", ".join(
+            visible(d.note_id) for d in deleted
+        )
+    return receipt(delete_result(outcome, workspace, deleted), done, otherwise="nothing was deleted")
 
 
 def require_form_elicitation(

@@ -30,6 +30,7 @@ credential makes later publishes one round with no elicitation at all.
 | accept          | pending   | WAITING   | no       | asked again (same link)                 |
 | accept          | done      | CONNECTED | yes      | note sent to the target                 |
 | accept          | expired   | EXPIRED   | no       | tool error `connection_expired`         |
+| accept          | abandoned | DECLINED  | yes      | nothing sent ("Don't connect" on the page) |
 | decline         | any       | DECLINED  | yes      | link abandoned, nothing sent            |
 | cancel          | any       | CANCELLED | no       | nothing sent, retriable until expiry    |
 | anything else   | any       | INVALID   | no       | tool error `invalid_answer`             |
@@ -44,6 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+from urllib.parse import urljoin
 
 import anyio
 import anyio.to_thread
@@ -51,10 +53,11 @@ import mcp_types as types
 
 from notewarden.confirm.forms import Outcome
 from notewarden.confirm.state import InvalidState, new_confirmation_id
+from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import ConnectionStatus, PendingConnection
+from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
 from notewarden.publish.ledger_connections import ConnectionStore
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
@@ -68,6 +71,7 @@ from notewarden.tools.registry import (
     ToolResult,
     tool_error,
 )
+from notewarden.tools.results import already_used, receipt
 
 __all__ = [
     "CONNECT_INPUT_KEY",
@@ -116,6 +120,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "target": {"type": "string"},
         "noteId": {"type": "string"},
         "status": {"type": "integer", "description": "The target's HTTP status, when published."},
+        "url": {"type": "string", "description": "Where the target published it (its Location), if it said."},
         "retriableUntil": {"type": "string", "description": "For cancelled: when the link expires."},
     },
     "required": ["outcome", "target", "noteId"],
@@ -154,8 +159,10 @@ def judge_connect(answer: Any, pending: PendingConnection | None) -> ConnectVerd
         return ConnectVerdict.CANCELLED
     if action != "accept":
         return ConnectVerdict.INVALID
-    if pending is None or pending.status is ConnectionStatus.ABANDONED:
+    if pending is None:
         return ConnectVerdict.EXPIRED
+    if pending.status is ConnectionStatus.ABANDONED:  # the person chose "Don't connect" on the page
+        return ConnectVerdict.DECLINED
     if pending.status is ConnectionStatus.DONE:
         return ConnectVerdict.CONNECTED
     return ConnectVerdict.EXPIRED if pending.expired() else ConnectVerdict.WAITING
@@ -228,14 +235,15 @@ class PublishTool:
         record = self.connections.get(state.connection_id)
         verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
         if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
-            return self.ask(target, note, state)
+            return self.ask(target, note, state, again=verdict is ConnectVerdict.WAITING)
         return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict))  # 7 commit
 
     def start(
         self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
     ) -> PublishState:
         """A new pending connection in the server's record, and the state that names it."""
-        pending = self.connections.start(call.principal, target.id, self.ttl)
+        asked_by = AskedBy(note.note_id, note.title, call.name, call.client_name)
+        pending = self.connections.start(call.principal, target.id, self.ttl, asked_by)
         return PublishState(
             principal=call.principal,
             workspace=str(scope.workspace),
@@ -265,17 +273,26 @@ class PublishTool:
 
     def connect_message(self, target: PublishTarget, note: NoteToSend) -> str:
         return (
-            f"To publish “{note.title}” to {target.title}, notewarden needs your {target.title} credential once. "
+            f"To publish “{visible(note.title)}” to {target.title}, notewarden needs your {target.title} credential once. "
             "Open this page on notewarden, sign in as yourself, and enter it there: it goes straight to "
             "notewarden, is stored encrypted, and never passes through this app."
         )
 
-    def ask(self, target: PublishTarget, note: NoteToSend, state: PublishState) -> types.InputRequiredResult:
+    def not_finished_message(self, target: PublishTarget) -> str:
+        return (
+            f"The {target.title} connection is not finished yet: the page still waits for you to sign in "
+            "and enter the credential (or choose “Don't connect”). Open the same link again to finish it."
+        )
+
+    def ask(
+        self, target: PublishTarget, note: NoteToSend, state: PublishState, *, again: bool = False
+    ) -> types.InputRequiredResult:
+        message = self.not_finished_message(target) if again else self.connect_message(target, note)
         request = {
             "method": "elicitation/create",
             "params": {
                 "mode": "url",
-                "message": self.connect_message(target, note),
+                "message": message,
                 "url": self.connect_url(state.connection_id),
             },
         }
@@ -325,7 +342,7 @@ class PublishTool:
         if not outcome.consumes:
             prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
-                raise already_used(prior)
+                raise already_used(call.name, prior)
         if verdict is ConnectVerdict.INVALID:
             return tool_error("invalid_answer", "nothing was published: answer accept, decline or cancel")
         if verdict is ConnectVerdict.EXPIRED:
@@ -352,10 +369,14 @@ class PublishTool:
         )
         with self.services.ledger.critical_section() as txn:
             if not txn.claim_confirmation(claim):
-                raise already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
             if verdict is ConnectVerdict.DECLINED:
                 self.connections.abandon(state.connection_id, call.principal)
-                return result({**structured, "outcome": "declined"}, "Declined: nothing was published.")
+                declined = {**structured, "outcome": "declined"}
+                txn.record_receipt(
+                    state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
+                )
+                return result(declined, "Declined: nothing was published.")
             scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
             note = read_note(self.services.store, scope, state.note_id)
             credential = self.connections.credential(call.principal, target.id)
@@ -366,7 +387,12 @@ class PublishTool:
                     "Call notes_publish again to connect anew.",
                 )
             delivery = self.deliver(call, target, note, credential, idempotency_key=state.confirmation_id)
-        return published(target, note, delivery)
+            done = published(target, note, delivery)
+            sent = (
+                f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+            )
+            txn.record_receipt(state.confirmation_id, receipt(done.structured_content or {}, sent))
+        return done
 
     def publish_now(
         self, call: ToolCall, target: PublishTarget, note: NoteToSend, credential: str
@@ -403,22 +429,22 @@ class PublishTool:
 
 
 def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> types.CallToolResult:
-    return result(
-        {"outcome": "published", "target": target.id, "noteId": note.note_id, "status": delivery.status},
-        f"Published “{note.title}” ({note.note_id}) to {target.title}.",
-    )
+    structured: dict[str, Any] = {
+        "outcome": "published",
+        "target": target.id,
+        "noteId": note.note_id,
+        "status": delivery.status,
+    }
+    text = f"Published “{visible(note.title)}” ({visible(note.note_id)}) to {target.title}"
+    if delivery.location:  # a 201's Location, possibly relative to the target's URL
+        structured["url"] = urljoin(target.url, delivery.location)
+        text += f": {visible(structured['url'])}"
+    return result(structured, text + ".")
 
 
 def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
-    )
-
-
-def already_used(prior: str | None) -> ToolFailure:
-    return ToolFailure(
-        "confirmation_already_used",
-        f"this publish step was already answered ({prior or 'consumed'}); call notes_publish again to start anew",
     )
 
 

@@ -37,6 +37,7 @@ from notewarden.confirm.forms import (
     trash_empty_form,
 )
 from notewarden.confirm.state import ConfirmationState, InvalidState, Selection, new_confirmation_id
+from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import TrashedNote
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists
@@ -49,9 +50,11 @@ from notewarden.tools.results import (
     NOTE_ID,
     NOTE_OBJECT,
     WORKSPACE_URI,
+    already_used,
     complete,
     note_object,
     progress_sink,
+    receipt,
     require_note_path,
 )
 
@@ -104,7 +107,7 @@ class TrashTools:
         self.services = services
 
     def _entries(self, scope: WorkspaceScope, bound: float | None = None) -> list[TrashedNote]:
-        with self.services.ledger.critical_section() as txn:
+        with self.services.trash_ledger(scope.workspace).critical_section() as txn:
             entries = self.services.store.list_trash(txn, scope)
         return [e for e in entries if bound is None or e.deleted_at <= bound]
 
@@ -140,7 +143,7 @@ class TrashTools:
             require_note_path(new_path, "newPath")
 
         def restore() -> Any:
-            with self.services.ledger.critical_section() as txn:
+            with self.services.trash_ledger(scope.workspace).critical_section() as txn:
                 return self.services.store.restore(txn, scope, trash_id, new_id=new_path)
 
         try:
@@ -165,7 +168,7 @@ class TrashTools:
             bound = time.time() - (days or 0) * 86400
             entries = await anyio.to_thread.run_sync(self._entries, scope, bound)
             if not entries:
-                return complete(self._result("nothing_to_empty", scope, []))
+                return complete(self._result("nothing_to_empty", str(scope.uri), []))
             return self.ask(scope, entries, bound)
         state = ConfirmationState.decode(call.request_state, phase=PHASE)
         if (
@@ -206,10 +209,15 @@ class TrashTools:
     def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
         assert state.selection is not None
         outcome = OUTCOMES[verdict.kind]
+        ledger = self.services.trash_ledger(state.workspace)
         if not outcome.consumes:
-            prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
+            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
             if prior is not None:
-                raise _already_used(prior)
+                raise already_used(call.name, prior)
+        label = "emptied" if outcome.mutates else outcome.label
+        shown_uri = str(
+            self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"]).uri
+        )
         if verdict.kind is VerdictKind.INVALID:
             return tool_error(
                 "invalid_answer",
@@ -217,7 +225,6 @@ class TrashTools:
             )
         purged: list[TrashedNote] = []
         if outcome.consumes:
-            label = "emptied" if outcome.mutates else outcome.label
             claim = Claim(
                 confirmation_id=state.confirmation_id,
                 principal=call.principal,
@@ -227,9 +234,9 @@ class TrashTools:
                 + self.services.config.confirmation_ttl_seconds
                 + EXPIRY_SKEW_SECONDS,
             )
-            with self.services.ledger.critical_section() as txn:
+            with ledger.critical_section() as txn:
                 if not txn.claim_confirmation(claim):
-                    raise _already_used(txn.prior_outcome(state.confirmation_id, call.principal))
+                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
                 if outcome.mutates:
                     scope = self.services.grants.authorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
@@ -253,9 +260,10 @@ class TrashTools:
                     except IdentityMismatch as exc:
                         raise ToolFailure("trash_changed", f"nothing was deleted: {exc}") from None
                     purged = entries
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-        label = "emptied" if outcome.mutates else outcome.label
-        structured = self._result(label, scope, purged)
+                txn.record_receipt(
+                    state.confirmation_id, empty_receipt(self._result(label, shown_uri, purged))
+                )
+        structured = self._result(label, shown_uri, purged)
         if verdict.kind is VerdictKind.CANCELLED:
             structured["retriableUntil"] = iso8601(
                 state.issued_at + self.services.config.confirmation_ttl_seconds
@@ -263,10 +271,10 @@ class TrashTools:
         return complete(structured)
 
     @staticmethod
-    def _result(outcome: str, scope: WorkspaceScope, purged: list[TrashedNote]) -> dict[str, Any]:
+    def _result(outcome: str, workspace: str, purged: list[TrashedNote]) -> dict[str, Any]:
         return {
             "outcome": outcome,
-            "workspaceUri": str(scope.uri),
+            "workspaceUri": workspace,
             "purged": len(purged),
             "purgedNotes": [trashed_object(e) for e in purged[:SHOWN_IN_RESULT]],
         }
@@ -286,12 +294,13 @@ def _decode_trash_cursor(cursor: str) -> str:
         raise invalid_trash_cursor() from None
 
 
-def _already_used(prior: str | None) -> ToolFailure:
-    return ToolFailure(
-        "confirmation_already_used",
-        f"nothing was deleted: this confirmation was already used ({prior or 'consumed'}). "
-        "Call notes_trash_empty again to start a new confirmation.",
-    )
+def empty_receipt(result: dict[str, Any]) -> dict[str, Any]:
+    done = None
+    if result["outcome"] == "emptied":
+        names = ", ".join(visible(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
+        more = f" and {result['purged'] - SHOWN_IN_FORM} more" if result["purged"] > SHOWN_IN_FORM else ""
+        done = f"{result['purged']} notes were permanently deleted from the trash of {result['workspaceUri']}: {names}{more}"
+    return receipt(result, done, otherwise="nothing was deleted")
 
 
 def notes_trash_list(services: Services) -> ToolDef:

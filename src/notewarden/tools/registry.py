@@ -35,6 +35,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from notewarden.confirm.state import InvalidState
 from notewarden.ledger import LedgerUnavailable
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ScopeError
 
@@ -71,6 +72,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ScopeError: "invalid_workspace_uri",
     AuthorizationError: "workspace_not_granted",
     LedgerUnavailable: "temporarily_unavailable",
+    WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
     fsroot.EscapeBlocked: "path_refused",
@@ -110,6 +112,8 @@ class ToolCall:
     report_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
     live: LiveElicitation | None = None
     """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
+    client_name: str = ""
+    """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
 
 
 ToolResult = types.CallToolResult | types.InputRequiredResult

@@ -1,7 +1,15 @@
-"""What the note tools have in common: argument schemas, the note object, results, progress.
+"""What the note tools have in common: argument schemas, the note object, results, progress,
+and the one answer to a confirmation that was already used.
 
 Every result of these tools carries `structuredContent` and, in one text block, exactly the same
 object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing.
+
+A confirmed tool (notes_delete, notes_trash_empty, notes_publish) keeps a receipt with its claim,
+in the same transaction (`LedgerTxn.record_receipt`): whether it changed anything, a sentence for
+people, and the result it answered. A reply lost on the way back is then not a mystery: the same
+principal sending the same confirmation again gets `confirmation_already_used` saying what was
+done, and the first result under `error.previous`. The ledger reads receipts back for the
+principal that claimed them only, so another principal learns nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from typing import Any
 import anyio.from_thread
 import mcp_types as types
 
+from notewarden.ledger import PriorUse
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.fsroot import NOTE_SUFFIXES
@@ -26,10 +35,12 @@ __all__ = [
     "NOTE_ID",
     "NOTE_OBJECT",
     "WORKSPACE_URI",
+    "already_used",
     "complete",
     "note_object",
     "note_uri",
     "progress_sink",
+    "receipt",
     "require_note_path",
 ]
 
@@ -114,3 +125,37 @@ def progress_sink(report: ProgressReporter | None) -> ProgressSink | None:
         anyio.from_thread.run(send)
 
     return sink
+
+
+_WHY_NOTHING = {"declined": "it was declined", "not_confirmed": "the answer did not confirm it"}
+
+
+def receipt(
+    result: Mapping[str, Any], done: str | None, *, otherwise: str = "nothing was changed"
+) -> dict[str, Any]:
+    """What a commit did. `done` says what it changed, completing "already done: …" for a person
+    (names through `display.visible`); None when it changed nothing, which is said as "already
+    answered: it was declined, so `otherwise`"."""
+    if done is None:
+        outcome = str(result.get("outcome"))
+        why = _WHY_NOTHING.get(outcome, f"it was answered {outcome}")
+        return {"done": False, "summary": f"{why}, so {otherwise}", "result": dict(result)}
+    return {"done": True, "summary": done, "result": dict(result)}
+
+
+def already_used(tool: str, prior: PriorUse | None) -> ToolFailure:
+    """The answer to any use of a confirmation after its first, with its receipt when there is one."""
+    again = f"Call {tool} again to start a new confirmation."
+    kept = prior.receipt if prior is not None else None
+    if kept is None or not isinstance(kept.get("summary"), str):
+        outcome = prior.outcome if prior is not None else "consumed"
+        return ToolFailure(
+            "confirmation_already_used",
+            f"this confirmation was already used ({outcome}); nothing more was done. {again}",
+        )
+    return ToolFailure(
+        "confirmation_already_used",
+        f"{'already done' if kept.get('done') else 'already answered'}: {kept['summary']}. This confirmation "
+        f"was used once, and nothing more was done now. {again}",
+        {"previous": kept.get("result")},
+    )

@@ -1,0 +1,1 @@
+"""First run to daily use: `notewarden init`, `notewarden token add|revoke`, `notewarden doctor`."""

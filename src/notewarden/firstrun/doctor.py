@@ -1,0 +1,293 @@
+"""`notewarden doctor [--config FILE]`: is this set-up going to work, and if not, what to do.
+
+Rules:
+1. Each check is one function in `CHECKS` that returns findings: `ok`, `warn` (works, but
+   worth knowing) or `fail` (will not work, or breaks a promise). Every warn and fail carries
+   the fix, as a command or the config line to change.
+2. Nothing is changed: the state dir is not created, no schema is upgraded, no key is made.
+   Databases are opened read-only.
+3. Exit status: 0 when nothing failed, 1 when something did, 2 when the config cannot be read
+   (then nothing else is checked).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+from notewarden.config import Config, ConfigError, load_config
+from notewarden.firstrun.config_file import default_config_path
+from notewarden.notes.ownership import sharing_refusal
+from notewarden.sealing import KEYS_ENV, SealingKeyError, keys_from_env
+from notewarden.trashcommand import trash_reports
+
+__all__ = ["CHECKS", "Finding", "run_doctor"]
+
+Status = Literal["ok", "warn", "fail"]
+MAX_DIRS_COUNTED = 200_000
+_INOTIFY = Path("/proc/sys/fs/inotify")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    status: Status
+    topic: str
+    detail: str
+    fix: str = ""
+
+
+def _folder(config: Config) -> Iterator[Finding]:
+    if not config.storage.workspaces_are_directories:
+        yield Finding("ok", "workspaces", f"notes are rows in {config.storage.notes}; no folders to check")
+        return
+    for uri in config.workspaces:
+        path = Path(uri.path)
+        if not path.is_dir():
+            yield Finding(
+                "fail",
+                "workspace",
+                f"{path} does not exist or is not a folder ([[workspace]] uri = {uri})",
+                f"mkdir -p {path}, or remove that [[workspace]] from the config",
+            )
+        elif not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+            yield Finding(
+                "fail",
+                "workspace",
+                f"{path} is not readable and writable by this user",
+                f"chown -R $USER {path}",
+            )
+        else:
+            yield Finding("ok", "workspace", str(path))
+
+
+def _state_dir(config: Config) -> Iterator[Finding]:
+    state = config.state_dir
+    if not state.exists():
+        parent = next(p for p in state.parents if p.exists())
+        if os.access(parent, os.W_OK):
+            yield Finding("ok", "state dir", f"{state} (created at the first start)")
+        else:
+            yield Finding(
+                "fail",
+                "state dir",
+                f"{state} does not exist and {parent} is not writable",
+                f"mkdir -p {state}",
+            )
+        return
+    info = state.stat()
+    if not state.is_dir() or not os.access(state, os.W_OK):
+        yield Finding(
+            "fail", "state dir", f"{state} is not a writable folder", f"mkdir -p {state}; chown $USER {state}"
+        )
+    elif info.st_mode & 0o022:
+        yield Finding(
+            "fail",
+            "state dir",
+            f"{state} is writable by other users (mode {stat.filemode(info.st_mode)}): they could forge the ledger",
+            f"chmod 700 {state}",
+        )
+    else:
+        yield Finding("ok", "state dir", str(state))
+
+
+def _one_state_dir(config: Config) -> Iterator[Finding]:
+    """Who owns each workspace folder's trash (`notes.ownership`): this config's ledger, another
+    one this config's servers will share, or one they cannot use (their trash tools then refuse)."""
+    for report in trash_reports(config):
+        if isinstance(report, str):
+            yield Finding("fail", "trash owner", report, "check the folder's permissions")
+            continue
+        folder = report.workspace.removeprefix("file://")
+        owner = report.owner
+        if report.owner_problem is not None or owner is None or report.owned:
+            finding = report.lines()[0]
+            status: Status = "fail" if report.owner_problem is not None else "ok"
+            fix = f"notewarden takeover {folder} --config {config.source}" if status == "fail" else ""
+            yield Finding(status, "trash owner", finding, fix)
+        elif (refusal := sharing_refusal(owner)) is None:
+            yield Finding(
+                "warn",
+                "trash owner",
+                f"{folder} is owned by {owner.describe()}: this config's servers share that ledger for it "
+                "(one exactly-once domain, two state dirs)",
+                f'serve the folder from one config: state_dir = "{owner.state_dir}"',
+            )
+        else:
+            yield Finding(
+                "fail",
+                "trash owner",
+                f"{folder} is owned by {owner.describe()}, which this config cannot use ({refusal}): its "
+                "servers refuse notes_delete, notes_restore and notes_trash_empty there",
+                f"serve it with the owner's configuration, or if that owner is gone: notewarden takeover "
+                f"{folder} --config {config.source}",
+            )
+        for line in report.lines()[1:]:
+            yield Finding(
+                "warn", "trash", line.strip(), "notewarden doctor lists it until its ledger settles it"
+            )
+
+
+def _sandbox(config: Config) -> Iterator[Finding]:
+    import landlockpy
+
+    if not config.sandbox.enabled:
+        yield Finding(
+            "warn", "sandbox", "disabled by [sandbox] enabled = false", "set [sandbox] enabled = true"
+        )
+        return
+    try:
+        abi = landlockpy.abi_version()
+    except OSError as exc:
+        abi, why = 0, f"landlock_create_ruleset failed ({exc.strerror})"
+    else:
+        why = "this kernel has no Landlock"
+    if abi < 1:
+        yield Finding(
+            "warn",
+            "sandbox",
+            f"{why}: the server runs without its Landlock layer (authorization and containment still hold)",
+            "use Linux >= 5.13 with lsm=landlock, or allow landlock_* syscalls in the container's seccomp profile",
+        )
+    else:
+        yield Finding("ok", "sandbox", f"Landlock ABI {abi}")
+
+
+def _inotify(config: Config) -> Iterator[Finding]:
+    if not config.storage.workspaces_are_directories:
+        return
+    try:
+        watches = int((_INOTIFY / "max_user_watches").read_text())
+        instances = int((_INOTIFY / "max_user_instances").read_text())
+    except (OSError, ValueError):
+        yield Finding("warn", "inotify", "no inotify here: the index rescans folders instead (slower search)")
+        return
+    folders = 0
+    for uri in config.workspaces:
+        for _root, dirs, _files in os.walk(uri.path):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            folders += 1
+            if folders > MAX_DIRS_COUNTED:
+                break
+    if folders > watches // 2:
+        yield Finding(
+            "fail",
+            "inotify",
+            f"{folders} folders to watch, the limit is {watches} watches per user (shared with other programs)",
+            f"sudo sysctl fs.inotify.max_user_watches={max(524288, folders * 4)} (and in /etc/sysctl.d/)",
+        )
+    else:
+        yield Finding(
+            "ok", "inotify", f"{folders} folder(s) to watch of {watches}; {instances} instances per user"
+        )
+
+
+def _sealing_keys(config: Config) -> Iterator[Finding]:
+    shared_ledger = config.storage.ledger == "postgres"
+    try:
+        keys = keys_from_env()
+    except SealingKeyError as exc:
+        yield Finding("fail", "sealing keys", str(exc), f"export {KEYS_ENV}=$(openssl rand -hex 32)")
+        return
+    if keys is not None:
+        yield Finding("ok", "sealing keys", f"{len(keys)} key(s) from ${KEYS_ENV}")
+        return
+    path = config.state_dir / "sealing-keys"
+    if path.exists() and path.stat().st_mode & 0o077:
+        yield Finding("fail", "sealing keys", f"{path} is readable by other users", f"chmod 600 {path}")
+    elif shared_ledger:
+        yield Finding(
+            "warn",
+            "sealing keys",
+            "PostgreSQL ledger with a key made on this host: other instances cannot finish this one's "
+            "confirmations",
+            f"give every instance the same keys: export {KEYS_ENV}=<64 hex digits> (docs/deployment.md)",
+        )
+    else:
+        made = "exists" if path.exists() else "made at the first start"
+        yield Finding("ok", "sealing keys", f"{path} ({made})")
+
+
+def _postgres(config: Config) -> Iterator[Finding]:
+    if config.storage.ledger != "postgres":
+        return
+    from notewarden.ledger import LedgerUnavailable, SchemaOutOfDate
+    from notewarden.storage import schema_status
+
+    try:
+        current, lines = schema_status(config)
+    except (LedgerUnavailable, SchemaOutOfDate, OSError) as exc:
+        yield Finding(
+            "fail",
+            "postgres",
+            f"not reachable: {exc}",
+            "check NOTEWARDEN_DATABASE_URL and that the server is up",
+        )
+        return
+    where = dict(lines).get("database", "")
+    if current:
+        yield Finding("ok", "postgres", f"{where}; schema up to date")
+    else:
+        yield Finding(
+            "fail",
+            "postgres",
+            f"{where}; schema is behind",
+            f"notewarden db upgrade --config {config.source}",
+        )
+
+
+def _clients(config: Config) -> Iterator[Finding]:
+    if config.stdio_principal is None:
+        yield Finding(
+            "warn",
+            "stdio",
+            "no [stdio] principal: desktop clients cannot start it over stdio",
+            'add [stdio] principal = "<id>"',
+        )
+    http_ready = [p.id for p in config.principals.values() if p.token_sha256 or p.oauth_subjects]
+    if http_ready or config.oauth is not None:
+        yield Finding("ok", "http", f"principals with credentials: {', '.join(http_ready) or 'none yet'}")
+
+
+CHECKS: Sequence[Callable[[Config], Iterator[Finding]]] = (
+    _folder,
+    _state_dir,
+    _one_state_dir,
+    _sandbox,
+    _inotify,
+    _sealing_keys,
+    _postgres,
+    _clients,
+)
+_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+
+
+def run_doctor(config_path: str | None, *, out: TextIO = sys.stdout) -> int:
+    path = Path(config_path).expanduser() if config_path else default_config_path()
+    print(f"notewarden doctor: {path}", file=out)
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"  FAIL  config         {exc}", file=out)
+        print(
+            "        fix: " + ("notewarden init [DIR ...]" if not path.exists() else "edit the file"),
+            file=out,
+        )
+        return 2
+    print(
+        f"  ok    config         {len(config.workspaces)} workspace(s), {len(config.principals)} principal(s)",
+        file=out,
+    )
+    failed = False
+    for check in CHECKS:
+        for finding in check(config):
+            failed |= finding.status == "fail"
+            print(f"  {_MARK[finding.status]}  {finding.topic:<14} {finding.detail}", file=out)
+            if finding.fix:
+                print(f"        fix: {finding.fix}", file=out)
+    print("\n" + ("Something needs fixing (FAIL above)." if failed else "All checks passed."), file=out)
+    return 1 if failed else 0

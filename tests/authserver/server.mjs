@@ -1,0 +1,33 @@
+// A real authorization server for the OAuth tests: panva's oidc-provider, pinned in package-lock.json.
+//
+// argv[2] (JSON): {port, resource, jwks: {keys: [private JWKs]}, clients: [oidc-provider client metadata]}
+// It issues JWT access tokens for `resource` (RFC 8707 resource indicators) signed with the given keys,
+// by authorization code + PKCE (a person signs in on its development login page: any login name, which
+// becomes `sub`) and by client credentials (`sub` is the client id). Prints "listening <issuer>" when up.
+import Provider from "oidc-provider";
+
+const config = JSON.parse(process.argv[2]);
+const issuer = `http://127.0.0.1:${config.port}`;
+const SCOPES = "notes:read notes:write notes:delete";
+
+const provider = new Provider(issuer, {
+  clients: config.clients,
+  jwks: config.jwks,
+  scopes: ["openid", ...SCOPES.split(" ")],
+  findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
+  features: {
+    devInteractions: { enabled: true }, // its own login and consent pages: a person's sign-in, for tests
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async () => config.resource,
+      useGrantedResource: async () => true,
+      getResourceServerInfo: async (_ctx, resource) => {
+        if (resource !== config.resource) throw new Error(`unknown resource ${resource}`);
+        return { scope: SCOPES, audience: resource, accessTokenFormat: "jwt", accessTokenTTL: 300, jwt: { sign: { alg: "RS256" } } };
+      },
+    },
+  },
+});
+provider.proxy = false;
+provider.listen(config.port, "127.0.0.1", () => console.log(`listening ${issuer}`));

@@ -1,0 +1,95 @@
+"""The wheel as a user installs it: built from this tree, installed into a fresh venv, run from there.
+
+One venv for the module (the slow part is the install). It checks what issue 16 and 17 ask of the
+packaging: the wheel pulls only runtime dependencies, those resolve inside the runtime lock file,
+every module notewarden imports is declared, and `notewarden --help` and the demo run from it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PIP = ["--quiet", "--disable-pip-version-check", "--require-virtualenv"]
+
+
+def run(argv: list[str | Path], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    assert done.returncode == 0, f"{argv} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def locked(name: str) -> dict[str, str]:
+    lines = (ROOT / "requirements" / name).read_text().splitlines()
+    pins = (line.split("==") for line in lines if re.match(r"[A-Za-z0-9]", line))
+    return {normalize(n): v for n, v in pins}
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv with only the wheel and what it pulls, constrained to the runtime lock."""
+    work = tmp_path_factory.mktemp("wheel")
+    run([sys.executable, "-m", "pip", "wheel", *PIP[:2], "--no-deps", "-w", work / "dist", ROOT])
+    [wheel] = (work / "dist").glob("notewarden-*.whl")
+    venv.create(work / "venv", with_pip=True)
+    python = work / "venv" / "bin" / "python"
+    run([python, "-m", "pip", "install", *PIP, "-c", ROOT / "requirements" / "runtime.txt", wheel])
+    yield work / "venv" / "bin"
+
+
+def test_the_wheel_pulls_only_locked_runtime_dependencies(installed: Path) -> None:
+    frozen = run([installed / "python", "-m", "pip", "freeze", "--all"]).stdout.splitlines()
+    assert any(line.startswith("notewarden @ file:") for line in frozen), frozen
+    have = {normalize(n): v for n, v in (line.split("==") for line in frozen if "==" in line)}
+    tools = {"pip", "setuptools", "wheel"}
+    runtime = locked("runtime.txt")
+    assert {n: v for n, v in have.items() if n not in tools} == runtime, "installed set differs from the lock"
+    for test_only in ("pytest", "playwright", "mypy", "fastmcp", "matplotlib", "psycopg"):
+        assert test_only not in have
+    assert runtime.items() <= locked("dev.txt").items(), "the dev lock must hold the runtime versions"
+
+
+def test_help_and_demo_run_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    help_text = run([installed / "notewarden", "--help"]).stdout
+    for command in ("serve", "init", "token", "doctor", "client", "demo"):
+        assert command in help_text
+    demo = run([installed / "notewarden", "demo", "--dir", tmp_path], timeout=180, cwd=tmp_path).stdout
+    assert "[8 round 2] accept reports/tps-2019.md + confirm → resultType=complete" in demo
+    assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in demo
+
+
+def test_every_imported_distribution_is_declared() -> None:
+    """Issue 17: a module notewarden imports comes from a distribution pyproject.toml names."""
+    import importlib.metadata
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {normalize(re.split(r"[<>=\[ ;]", d, maxsplit=1)[0]) for d in project["dependencies"]}
+    declared |= {
+        normalize(re.split(r"[<>=\[ ;]", d, maxsplit=1)[0])
+        for d in project["optional-dependencies"]["postgres"]
+    }
+    sources = (ROOT / "src" / "notewarden").rglob("*.py")
+    imported = set()
+    for source in sources:
+        for match in re.finditer(r"^\s*(?:from|import) ([A-Za-z_][A-Za-z0-9_]*)", source.read_text(), re.M):
+            imported.add(match.group(1))
+    stdlib = set(sys.stdlib_module_names) | {"notewarden", "__future__"}
+    owners = importlib.metadata.packages_distributions()
+    undeclared = {
+        module: owners.get(module)
+        for module in imported - stdlib
+        if not {normalize(d) for d in owners.get(module, [])} & declared
+    }
+    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"

@@ -1,0 +1,266 @@
+"""`notewarden init`, `token add|revoke` and `doctor`, run as commands a person types.
+
+Every client entry `init` prints is parsed as its client would read it; the TypeScript ones are
+run with node against a real server, with the pinned `@modelcontextprotocol/client` of
+tests/interop, and must negotiate 2026-07-28.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from notewarden.config import load_config
+from notewarden.firstrun.commands import ENTRY_HEADING
+from tests.conftest import HttpServer, free_port, start_http_server
+
+INTEROP = Path(__file__).resolve().parents[1] / "interop"
+NOTEWARDEN = str(Path(sys.executable).parent / "notewarden")
+
+
+def notewarden(
+    *args: str | Path, env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "notewarden", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env={**os.environ, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+@dataclass
+class Home:
+    """A fresh user: HOME, XDG dirs and a notes folder under tmp."""
+
+    root: Path
+    notes: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.root),
+            "XDG_CONFIG_HOME": str(self.root / ".config"),
+            "XDG_STATE_HOME": str(self.root / ".local/state"),
+        }
+
+    @property
+    def config(self) -> Path:
+        return self.root / ".config/notewarden/notewarden.toml"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "hello.md").write_text("# Hello\n\nfirst note\n")
+    return Home(tmp_path, notes)
+
+
+def entries_of(output: str) -> dict[str, str]:
+    """The printed entries by client name: the text between one heading line and the next blank line."""
+    out: dict[str, str] = {}
+    for block in output.split("\n" + ENTRY_HEADING)[1:]:
+        heading, _, body = block.partition("\n")
+        out[heading.split(" ── ")[0]] = body.strip()
+    return out
+
+
+def token_of(output: str) -> str:
+    line = next(line for line in output.splitlines() if line.startswith("  export NOTEWARDEN_TOKEN="))
+    return line.split("=", 1)[1]
+
+
+@pytest.fixture
+def initialized(home: Home) -> Iterator[tuple[Home, dict[str, str], str, HttpServer]]:
+    """`init --http`, then the HTTP server that config describes."""
+    port = free_port()
+    done = notewarden("init", home.notes, "--http", "--principal", "me", "--port", str(port), env=home.env)
+    assert done.returncode == 0, done.stderr
+    server = start_http_server(home.config, home.root / "server.log", env=home.env, port=port)
+    yield home, entries_of(done.stdout), token_of(done.stdout), server
+    server.stop()
+
+
+def run_node(script: str, tmp_path: Path, env: dict[str, str]) -> str:
+    """Run an ES module the way a user would, resolving the pinned SDK of tests/interop."""
+    folder = tmp_path / "node-app"
+    folder.mkdir(exist_ok=True)
+    (folder / "node_modules").unlink(missing_ok=True)
+    (folder / "node_modules").symlink_to(INTEROP / "node_modules")
+    (folder / "app.mjs").write_text(script)
+    done = subprocess.run(
+        ["node", "app.mjs"], cwd=folder, capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_init_writes_a_config_and_every_entry_parses(
+    initialized: tuple[Home, dict[str, str], str, HttpServer], tmp_path: Path
+) -> None:
+    home, entries, token, server = initialized
+    config = load_config(home.config)
+    assert [u.path for u in config.workspaces] == [str(home.notes)]
+    assert config.principal_for_token(token) == "me" and config.stdio_principal == "me"
+    assert token not in home.config.read_text(), "only the hash is stored"
+    assert home.config.stat().st_mode & 0o777 == 0o600
+    stdio_args = ["serve", "--config", str(home.config)]
+
+    for client, key, shape in (("Claude Desktop", "mcpServers", {}), ("Cursor", "mcpServers", {})):
+        assert json.loads(entries[client])[key]["notes"] == {
+            "command": NOTEWARDEN,
+            "args": stdio_args,
+            **shape,
+        }
+    assert json.loads(entries["VS Code"])["servers"]["notes"] == {
+        "type": "stdio",
+        "command": NOTEWARDEN,
+        "args": stdio_args,
+    }
+    assert shlex.split(entries["Claude Code"]) == [
+        "claude",
+        "mcp",
+        "add",
+        "notes",
+        "--",
+        NOTEWARDEN,
+        *stdio_args,
+    ]
+
+    url = server.url
+    vscode = json.loads(entries["VS Code (HTTP)"])
+    assert vscode["servers"]["notes"] == {
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": "Bearer ${input:notewarden-token}"},
+    }
+    assert vscode["inputs"][0]["id"] == "notewarden-token" and vscode["inputs"][0]["password"] is True
+    cursor = json.loads(entries["Cursor (HTTP)"])["mcpServers"]["notes"]
+    assert cursor == {"url": url, "headers": {"Authorization": "Bearer ${env:NOTEWARDEN_TOKEN}"}}
+    assert shlex.split(entries["Claude Code (HTTP)"]) == [
+        "claude", "mcp", "add", "--transport", "http", "notes", url,
+        "--header", "Authorization: Bearer $NOTEWARDEN_TOKEN",
+    ]  # fmt: skip
+
+    for name, env in (
+        ("TypeScript SDK (@modelcontextprotocol/client 2.x)", home.env),
+        ("TypeScript SDK (HTTP)", {"NOTEWARDEN_TOKEN": token}),
+    ):
+        assert 'versionNegotiation: { mode: "auto" }' in entries[name]
+        printed = run_node(entries[name], tmp_path, env)
+        assert "protocol: 2026-07-28" in printed, (name, printed)
+        assert "notes_delete" in printed
+
+
+def test_init_never_replaces_a_config(home: Home) -> None:
+    assert notewarden("init", home.notes, env=home.env).returncode == 0
+    before = home.config.read_text()
+    again = notewarden("init", home.notes, "--http", env=home.env)
+    assert again.returncode == 2
+    assert "already exists" in again.stderr and "notewarden token add" in again.stderr
+    assert home.config.read_text() == before
+    missing = notewarden("init", home.root / "nope", "--config", home.root / "other.toml", env=home.env)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_token_add_and_revoke(home: Home) -> None:
+    assert notewarden("init", home.notes, "--principal", "me", env=home.env).returncode == 0
+    home.config.write_text(home.config.read_text() + "# my own note, kept\n")
+    added = notewarden("token", "add", "me", env=home.env)
+    assert added.returncode == 0, added.stderr
+    first = token_of(added.stdout)
+    second = token_of(notewarden("token", "add", "me", env=home.env).stdout)
+    config = load_config(home.config)
+    assert config.principal_for_token(first) == config.principal_for_token(second) == "me"
+    assert "# my own note, kept" in home.config.read_text()
+
+    unknown = notewarden("token", "add", "bob", env=home.env)
+    assert unknown.returncode == 2 and "--grant" in unknown.stderr
+    bob = notewarden("token", "add", "bob", "--grant", f"file://{home.notes}", env=home.env)
+    assert load_config(home.config).principal_for_token(token_of(bob.stdout)) == "bob"
+
+    wrong = notewarden("token", "revoke", "me", env=home.env, stdin="nw_not-one-of-mine\n")
+    assert wrong.returncode == 2 and "nothing was changed" in wrong.stderr
+    revoked = notewarden("token", "revoke", "me", env=home.env, stdin=first + "\n")
+    assert revoked.returncode == 0, revoked.stderr
+    config = load_config(home.config)
+    assert config.principal_for_token(first) is None and config.principal_for_token(second) == "me"
+    assert first not in revoked.stdout + revoked.stderr
+    assert notewarden("token", "revoke", "me", "--all", env=home.env).returncode == 0
+    assert load_config(home.config).principal_for_token(second) is None
+
+
+def doctor(home: Home, *args: str) -> tuple[int, str]:
+    done = notewarden("doctor", *args, env=home.env)
+    return done.returncode, done.stdout
+
+
+def test_doctor_passes_a_fresh_config_and_names_each_fix(home: Home) -> None:
+    status, _ = doctor(home)
+    assert status == 2, "no config yet"
+    assert notewarden("init", home.notes, env=home.env).returncode == 0
+    status, report = doctor(home)
+    assert status == 0, report
+    for topic in ("config", "workspace", "state dir", "trash owner", "sandbox", "inotify", "sealing keys"):
+        assert f"  {topic}" in report
+
+    home.notes.rename(home.root / "moved")
+    status, report = doctor(home)
+    assert status == 1
+    assert f"FAIL  workspace      {home.notes} does not exist" in report
+    assert f"fix: mkdir -p {home.notes}" in report
+    (home.root / "moved").rename(home.notes)
+
+    state = home.root / ".local/state/notewarden"
+    state.mkdir(parents=True)
+    state.chmod(0o777)
+    status, report = doctor(home)
+    assert status == 1 and f"fix: chmod 700 {state}" in report
+    state.chmod(0o700)
+    bad_keys = notewarden("doctor", env={**home.env, "NOTEWARDEN_SEALING_KEYS": "abc"})
+    assert bad_keys.returncode == 1 and "FAIL  sealing keys" in bad_keys.stdout
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) -> None:
+    """`serve --workspace DIR` (default state dir) beside a config with its own state_dir."""
+    own_state = home.root / "server-state"
+    assert notewarden("init", home.notes, "--state-dir", own_state, env=home.env).returncode == 0
+    assert doctor(home)[0] == 0
+    desktop = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "notewarden", "serve", "--workspace", str(home.notes)],
+        env={**os.environ, **home.env},
+    )
+    async with Client(desktop, mode="2026-07-28") as client:
+        found: Any = await client.call_tool(
+            "notes_search", {"workspaceUri": f"file://{home.notes}", "query": "first"}
+        )
+        assert found.structured_content["results"], found
+    status, report = doctor(home)
+    assert status == 0, report  # the desktop server marked the folder first; this config shares its ledger
+    desktop_ledger = home.root / ".local/state/notewarden/notewarden.sqlite3"
+    assert (
+        f"WARN  trash owner    {home.notes} is owned by the SQLite ledger of state dir {desktop_ledger.parent}"
+        in report
+    ), report
+    assert f'serve the folder from one config: state_dir = "{desktop_ledger.parent}"' in report
