@@ -57,7 +57,8 @@ from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
+from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
+from notewarden.publish.ledger_connections import ConnectionStore
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
@@ -210,7 +211,7 @@ class PublishTool:
         self.services = services
 
     @property
-    def connections(self) -> Connections:
+    def connections(self) -> ConnectionStore:
         if self.services.connections is None:
             raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
         return self.services.connections
