@@ -43,12 +43,11 @@ from tqdm import tqdm
 from notewarden.config import Config, ConfigError, default_state_dir
 from notewarden.ledger import LedgerTxn
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.files import FILES_STORE_SCHEMA
 from notewarden.notes.ownership import read_owner, take_over
 from notewarden.notes.sql import SqlNoteStore
 from notewarden.scope.fsroot import TRASH_DIR_NAME, FsError, PathRejected, WorkspaceRoot, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
-from notewarden.storage import open_ledger
+from notewarden.storage import STORE_SCHEMAS, open_ledger
 
 __all__ = ["TransferError", "export_folder", "import_folder", "run_transfer"]
 
@@ -314,7 +313,7 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
     state_dir = state_dir or default_state_dir()
     try:
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        target = SqliteLedger(state_dir / "notewarden.sqlite3", components=[FILES_STORE_SCHEMA])
+        target = SqliteLedger(state_dir / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
         try:
             with WorkspaceRoot.open(str(folder)) as root:  # the folder's trash belongs to that ledger
                 take_over(root, target.identity)

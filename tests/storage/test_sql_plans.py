@@ -24,7 +24,9 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.notes.store import replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from tests.pg import PgDatabase
@@ -92,15 +94,15 @@ def seeded(
     ledger: Ledger
     if request.param == "sqlite":
         ledger = SqliteLedger(
-            tmp_path_factory.mktemp("plans") / "notes.sqlite3", components=[SQL_STORE_SCHEMA]
+            tmp_path_factory.mktemp("plans") / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA]
         )
     else:
         name = pg.create()
         url = pg.url.rsplit("/", 1)[0] + "/" + name
-        upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA], check_schema=False)
+        upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
         upgrader.upgrade()
         upgrader.close()
-        ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA])
+        ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
     seed(ledger, str(WORKSPACE), NOTES)
     seed(ledger, str(OTHER), OTHER_NOTES)
     with ledger.critical_section() as txn:
@@ -124,7 +126,12 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
     page = store.search(everywhere, ["budget"], after=None, limit=10)
     store.search(folder, ["budget"], after=page[-1].position, limit=10)
     created = store.create_note(everywhere, "new/plan.md", b"# Plan\n\nnew words\n")
-    updated = store.update_note(everywhere, "new/plan.md", b"# Plan 2\n", expected_version=created.version)
+    updated = store.rewrite_note(
+        everywhere,
+        "new/plan.md",
+        replace_with(b"# Plan 2\n", created.version),
+        change=Change("alice", "notes_update", "a new title"),
+    ).after
     store.move_note(everywhere, "new/plan.md", "new/moved.md")
     (note,) = store.notes_by_id(everywhere, ["new/moved.md"])
     assert updated.note.title == "Plan 2"

@@ -20,12 +20,12 @@ import pytest
 from notewarden.config import load_config
 from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.ownership import read_owner
 from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
-from notewarden.storage import upgrade_schema
+from notewarden.storage import STORE_SCHEMAS, upgrade_schema
 from tests.pg import PgDatabase, database_url
 
 NOTES = {
@@ -55,8 +55,8 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
         path.write_bytes(data)
         os.utime(path, ns=(1_700_000_000_123_456_789 + i, 1_700_000_000_123_456_789 + i))
     state.mkdir(mode=0o700)
-    ledger = SqliteLedger(state / "notewarden.sqlite3", components=[FILES_STORE_SCHEMA])
-    store = FilesNoteStore()
+    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
+    store = FilesNoteStore(ledger=ledger)
     root = WorkspaceRoot.open(str(folder))
     scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
     try:
@@ -102,8 +102,8 @@ def files_of(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def trash_listing(folder: Path, state: Path) -> list[tuple[str, str, str]]:
-    ledger = SqliteLedger(state / "notewarden.sqlite3", components=[FILES_STORE_SCHEMA])
-    store = FilesNoteStore()
+    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
+    store = FilesNoteStore(ledger=ledger)
     root = WorkspaceRoot.open(str(folder))
     try:
         with ledger.critical_section() as txn:
