@@ -38,7 +38,19 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title, title_matches
-from notewarden.notes.store import NoteContent, ProgressSink, SearchHit, TrashedNote, VersionConflict
+from notewarden.notes.store import (
+    NoteChange,
+    NoteContent,
+    NoteFilter,
+    NoteLinks,
+    NotSupportedOnStore,
+    ProgressSink,
+    SearchHit,
+    SearchMatch,
+    TagCount,
+    TrashedNote,
+    VersionConflict,
+)
 from notewarden.scope.fsroot import (
     FileIdentity,
     FsError,
@@ -226,9 +238,13 @@ class SqlNoteStore:
         after: tuple[float, str] | None,
         limit: int,
         progress: ProgressSink | None = None,
+        match: SearchMatch = "all",
+        filters: NoteFilter | None = None,
     ) -> list[SearchHit]:
         """Every term must start a word of the title, path or body; rank: fewer weighted matches
         is worse (title x10, path x2, body x1), negated so that lower is better; ties by id."""
+        if match != "all" or filters is not None or not terms:
+            raise NotSupportedOnStore("searching with filters or by some of the words")
         with self._ledger.snapshot() as db:
             rows = self._rows(db, scope, body_chars=None)
         hits = []
@@ -250,6 +266,23 @@ class SqlNoteStore:
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         return [self.read_note(scope, note_id).note for note_id in note_ids]
+
+    # Issue 14's knowledge tools: a temporary seam until this store indexes tags and links.
+
+    def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
+        raise NotSupportedOnStore("notes_tags")
+
+    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+        raise NotSupportedOnStore("notes_links")
+
+    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
+        raise NotSupportedOnStore("notes_recent")
+
+    def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
+        raise NotSupportedOnStore("finding notes with a similar title")
+
+    def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
+        raise NotSupportedOnStore("completing note ids")
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
         with self._ledger.snapshot() as db:
