@@ -187,3 +187,26 @@ def test_a_move_that_would_capture_a_link_rewrites_it_to_keep_its_target() -> No
     texts = rewrite_all("Projects/Atlas/Meeting.md", "Meeting.md")
     assert "[[Archive/Meeting]]" in texts["Home.md"]  # [[Meeting]] meant the archived one
     assert "[[Meeting]] (same folder wins)" in texts["Projects/Atlas/Plan.md"]  # now the root one: same note
+
+
+SKIPPING_CASES = [
+    *VAULT.values(),
+    "# T\n\npara [[a]] #t\n\n- item [b](c.md) ^id\n- [[d|e]]\n\n> quoted [[f]]\n\nSetext\n===\n",
+    "no marks at all\n\njust text\n",
+    "[[a]]\n\n    [[indented code]]\n",
+    "x `[[code]]` [[y]]\n",
+    "<div>\n[[in html]]\n</div>\n\n[[after]]\n",
+    "~~~\n[[fenced]]\n~~~\n[[z]]\n",
+    "[a\n\nb](c.md) [[ok]]\n",
+]
+
+
+@pytest.mark.parametrize("text", SKIPPING_CASES)
+def test_skipping_the_block_parse_finds_the_same_facts(text: str) -> None:
+    full, quick = parse_note(text, "stem"), parse_note(text, "stem", with_headings=False)
+    assert (quick.title, quick.tags, quick.links, quick.block_ids) == (
+        full.title,
+        full.tags,
+        full.links,
+        full.block_ids,
+    )

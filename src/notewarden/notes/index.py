@@ -79,7 +79,7 @@ import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
 from notewarden.notes.links import anchor_found, name_key, note_key, resolve_path
-from notewarden.notes.markdown import Heading, NoteFacts, fold, parse_note, tag_key
+from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import note_stem, title_matches
 from notewarden.notes.store import (
     LinkView,
@@ -102,7 +102,7 @@ from notewarden.scope.fsroot import (
     split_relative,
 )
 
-__all__ = ["INDEX_BODY_BYTES", "IndexedNote", "LinkRow", "NoteIndex", "anchors_of"]
+__all__ = ["INDEX_BODY_BYTES", "IndexedNote", "NoteIndex"]
 
 logger = logging.getLogger(__name__)
 
@@ -154,12 +154,10 @@ INDEX_MIGRATIONS: Sequence[str] = (
     ALTER TABLE notes ADD COLUMN name_key TEXT NOT NULL DEFAULT '';
     ALTER TABLE notes ADD COLUMN properties TEXT;
     ALTER TABLE notes ADD COLUMN property_error TEXT;
-    ALTER TABLE notes ADD COLUMN anchors TEXT;
     ALTER TABLE notes ADD COLUMN change TEXT;
     ALTER TABLE notes ADD COLUMN changed_ns INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE notes ADD COLUMN previous TEXT;
-    CREATE INDEX notes_by_path_key ON notes (workspace, path_key);
-    CREATE INDEX notes_by_name_key ON notes (workspace, name_key);
+    CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
     CREATE INDEX notes_by_change ON notes (workspace, changed_ns);
     CREATE INDEX notes_by_inode ON notes (workspace, ino);
     CREATE TABLE note_tags (
@@ -283,12 +281,30 @@ def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity) -> boo
         return False
 
 
-def _link_view(row: Sequence[Any], target_anchors: str | None) -> LinkView:
+class _Anchors:
+    """The headings and block ids of link targets, read when a link's anchor is shown (the index
+    does not keep headings: Rule 8's build skips the block parse where it can)."""
+
+    def __init__(self, root: WorkspaceRoot) -> None:
+        self._root = root
+        self._seen: dict[str, NoteFacts | None] = {}
+
+    def found(self, target: str, anchor: str, style: str) -> bool | None:
+        if target not in self._seen:
+            try:
+                data, _ = self._root.read_head(target, INDEX_BODY_BYTES)
+                self._seen[target] = parse_note(data.decode("utf-8", errors="replace"), note_stem(target))
+            except FsError:
+                self._seen[target] = None
+        facts = self._seen[target]
+        if facts is None:
+            return None
+        return anchor_found(anchor, style, facts.headings, (b.id for b in facts.block_ids))
+
+
+def _link_view(row: Sequence[Any], anchors: _Anchors) -> LinkView:
     source, title, line, written, context, embed, path, anchor, target, via, style = row
-    found = None
-    if anchor and target is not None:
-        headings, blocks = anchors_of(target_anchors)
-        found = anchor_found(anchor, style, headings, blocks)
+    found = anchors.found(target, anchor, style) if anchor and target is not None else None
     return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
 
 
@@ -323,22 +339,6 @@ def _range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:
     return f" AND {column} >= ? AND {column} < ?", (prefix + "/", prefix + "0")  # '0' follows '/'
 
 
-@dataclass(frozen=True, slots=True)
-class LinkRow:
-    """One link as the index keeps it (Rule 8)."""
-
-    note_id: str
-    line: int
-    style: str
-    embed: bool
-    path: str
-    anchor: str
-    written: str
-    context: str
-    target: str | None
-    via: str | None
-
-
 class _IndexLookup:
     """`links.VaultLookup` over the index, remembering answers for one resolution pass."""
 
@@ -350,8 +350,10 @@ class _IndexLookup:
 
     def by_path(self, key: str) -> str | None:
         if key not in self._paths:
-            row = self._db.execute(
-                "SELECT min(id) FROM notes WHERE workspace = ? AND path_key = ?", (self._workspace, key)
+            row = self._db.execute(  # a path's name is its last component: one index serves both
+                "SELECT min(id) FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key = ? "
+                "AND path_key = ?",
+                (self._workspace, key.rsplit("/", 1)[-1], key),
             ).fetchone()
             self._paths[key] = row[0]
         return self._paths[key]
@@ -372,21 +374,6 @@ class _IndexLookup:
             )
             self._aliases[key] = [r[0] for r in rows]
         return self._aliases[key]
-
-
-def _anchors(headings: Sequence[Heading], block_ids: Iterable[str]) -> str | None:
-    paths = [list(h.path) for h in headings]
-    blocks = list(block_ids)
-    return json.dumps({"h": paths, "b": blocks}, ensure_ascii=False) if paths or blocks else None
-
-
-def anchors_of(stored: str | None) -> tuple[list[Heading], list[str]]:
-    """The headings and block ids `_anchors` stored (only what `links.anchor_found` reads)."""
-    if not stored:
-        return [], []
-    data = json.loads(stored)
-    headings = [Heading(len(p), p[-1], 0, 0, tuple(p)) for p in data["h"]]
-    return headings, data["b"]
 
 
 def _context(text: str, offset: int) -> str:
@@ -456,6 +443,7 @@ class NoteIndex:
         self._live: dict[str, _Live] = {}
         self._dirty: set[tuple[str, str]] = set()
         """(workspace, name key): links to resolve again before the write transaction commits (Rule 8)."""
+        self._defer_links = False
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -562,9 +550,8 @@ class NoteIndex:
                 "l.via, l.style"
             )
             outgoing = self._db.execute(
-                f"SELECT {columns}, t.anchors FROM note_links l JOIN notes n ON n.workspace = l.workspace "
-                "AND n.id = l.note_id LEFT JOIN notes t ON t.workspace = l.workspace AND t.id = l.target "
-                "WHERE l.workspace = ? AND l.note_id = ? ORDER BY l.seq",
+                f"SELECT {columns} FROM note_links l JOIN notes n ON n.workspace = l.workspace "
+                "AND n.id = l.note_id WHERE l.workspace = ? AND l.note_id = ? ORDER BY l.seq",
                 (workspace, note_id),
             ).fetchall()
             (total,) = self._db.execute(
@@ -576,13 +563,11 @@ class NoteIndex:
                 "ORDER BY l.note_id, l.seq LIMIT ?",
                 (workspace, note_id, limit),
             ).fetchall()
-            (own_anchors,) = self._db.execute(
-                "SELECT anchors FROM notes WHERE workspace = ? AND id = ?", (workspace, note_id)
-            ).fetchone()
             sources = {r[0]: FileIdentity(r[11], r[12], r[14], r[13]) for r in backlinks}
             present = {s for s, identity in sources.items() if _same_file(root, s, identity)}
-            views = [_link_view(r[:11], r[11]) for r in outgoing]
-            back = [_link_view(r[:11], own_anchors) for r in backlinks if r[0] in present]
+            anchors = _Anchors(root)
+            views = [_link_view(r[:11], anchors) for r in outgoing]
+            back = [_link_view(r[:11], anchors) for r in backlinks if r[0] in present]
             return note, views, back, total
 
     def row(self, workspace: str, root: WorkspaceRoot, note_id: str) -> IndexedNote | None:
@@ -656,17 +641,22 @@ class NoteIndex:
     def complete(
         self, workspace: str, root: WorkspaceRoot, subtree: str, prefix: str, *, limit: int
     ) -> tuple[list[str], bool]:
-        """Ids starting with `prefix`, or whose file name starts with it case-insensitively."""
+        """Ids starting with `prefix` (by id), then ids whose file name starts with it
+        case-insensitively (by name): two index ranges, each cut at `limit`."""
         within, bounds = _range("id", subtree)
         key = fold(prefix)
         with self._lock:
             self.refresh(workspace, root)
-            rows = self._db.execute(
-                "SELECT id FROM notes WHERE workspace = ? AND ((id >= ? AND id < ?) OR "
-                f"(name_key >= ? AND name_key < ?)){within} ORDER BY id LIMIT ?",
-                (workspace, prefix, prefix + "\U0010ffff", key, key + "\U0010ffff", *bounds, limit + 1),
+            by_id = self._db.execute(
+                f"SELECT id FROM notes WHERE workspace = ? AND id >= ? AND id < ?{within} ORDER BY id LIMIT ?",
+                (workspace, prefix, prefix + "\U0010ffff", *bounds, limit + 1),
             ).fetchall()
-        ids = [r[0] for r in rows]
+            by_name = self._db.execute(
+                "SELECT id FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key >= ? "
+                f"AND name_key < ?{within} ORDER BY name_key, id LIMIT ?",
+                (workspace, key, key + "\U0010ffff", *bounds, limit + 1),
+            ).fetchall()
+        ids = list(dict.fromkeys(r[0] for r in (*by_id, *by_name)))
         return ids[:limit], len(ids) > limit
 
     def titled(
@@ -778,7 +768,13 @@ class NoteIndex:
             if not live.synced:
                 if self._watch and live.watcher is None:
                     live.watcher = self._new_watcher(workspace)
-                self._walk(workspace, root, live, full=True, progress=progress)
+                self._defer_links = True  # resolve each link once, after every note is in (Rule 8)
+                try:
+                    self._walk(workspace, root, live, full=True, progress=progress)
+                finally:
+                    self._defer_links = False
+                with self._write():
+                    pass  # resolves what the walk left dirty
                 live.synced, live.last_verify, live.track_changes = True, now, True
             elif live.watcher is not None:
                 self._drain(workspace, root, live, progress)
@@ -1010,8 +1006,6 @@ class NoteIndex:
             self._forget_note(workspace, note_id)
             return
         body = data.decode("utf-8", errors="replace")
-        facts = parse_note(body, note_stem(note_id))
-        title = facts.title
         settled = identity.mtime_ns < started - RACY_WINDOW_NS
         if not settled and (live := self._live.get(workspace)) is not None:
             live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
@@ -1020,27 +1014,25 @@ class NoteIndex:
                 f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id = ?", (workspace, note_id)
             ).fetchone()
             known = IndexedNote.of(row) if row else None
-        if (
-            known is not None
-            and (known.identity, known.title) == (identity, title)
-            and self._body(workspace, note_id) == body
-        ):
-            # Re-read, unchanged (a racy row settling, a touch): no full-text churn.
+        if known is not None and known.identity == identity and self._body(workspace, note_id) == body:
+            # Re-read, unchanged (a racy row settling): no parse, no full-text churn.
             if known.settled != settled:
                 self._db.execute(
                     "UPDATE notes SET settled = ? WHERE workspace = ? AND id = ?",
                     (int(settled), workspace, note_id),
                 )
             return
+        facts = parse_note(body, note_stem(note_id), with_headings=False)
+        title = facts.title
         change, changed_ns, previous = self._change_of(workspace, root, note_id, identity, known)
         properties = None if facts.properties is None else json.dumps(facts.properties, ensure_ascii=False)
         (rowid,) = self._db.execute(
             "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, path_key, "
-            "name_key, properties, property_error, anchors, change, changed_ns, previous) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
+            "name_key, properties, property_error, change, changed_ns, previous) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
             "title = excluded.title, dev = excluded.dev, ino = excluded.ino, size = excluded.size, "
             "mtime_ns = excluded.mtime_ns, settled = excluded.settled, properties = excluded.properties, "
-            "property_error = excluded.property_error, anchors = excluded.anchors, change = excluded.change, "
+            "property_error = excluded.property_error, change = excluded.change, "
             "changed_ns = excluded.changed_ns, previous = excluded.previous RETURNING rowid",
             (
                 workspace,
@@ -1056,7 +1048,6 @@ class NoteIndex:
                 name_key(note_id),
                 properties,
                 facts.property_error,
-                _anchors(facts.headings, (b.id for b in facts.block_ids)),
                 change,
                 changed_ns,
                 previous,
@@ -1098,7 +1089,8 @@ class NoteIndex:
                 self._forget_note(workspace, twin, gone=False)
                 return "moved", time.time_ns(), twin
         row = self._db.execute(
-            "DELETE FROM gone_notes WHERE workspace = ? AND ino = ? AND dev = ? AND gone_ns >= ? RETURNING note_id",
+            "DELETE FROM gone_notes INDEXED BY gone_notes_by_inode WHERE workspace = ? AND ino = ? AND dev = ? "
+            "AND gone_ns >= ? RETURNING note_id",
             (workspace, identity.ino, identity.dev, time.time_ns() - MOVE_WINDOW_NS),
         ).fetchone()
         if row is not None:
@@ -1193,7 +1185,8 @@ class NoteIndex:
             for start in range(0, len(keys), BATCH):
                 chunk = keys[start : start + BATCH]
                 rows = self._db.execute(
-                    "SELECT note_id, seq, path, style, target, via FROM note_links WHERE workspace = ? "
+                    "SELECT note_id, seq, path, style, target, via FROM note_links INDEXED BY note_links_by_name "
+                    "WHERE workspace = ? "
                     f"AND name_key IN ({', '.join('?' * len(chunk))}) AND path != ''",
                     (workspace, *chunk),
                 ).fetchall()
@@ -1299,7 +1292,8 @@ class NoteIndex:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
-            self._resolve_dirty()
+            if not self._defer_links:
+                self._resolve_dirty()
         except BaseException:
             self._dirty.clear()
             self._db.execute("ROLLBACK")

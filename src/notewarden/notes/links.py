@@ -50,7 +50,6 @@ __all__ = [
     "Rewrite",
     "VaultLookup",
     "anchor_found",
-    "link_keys",
     "name_key",
     "note_key",
     "resolve",
@@ -92,20 +91,21 @@ def _joined(folder: str, path: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class LinkKeys:
-    """The lookup keys a link can resolve through (`resolve`), stored beside it by the index so that
-    a note appearing, moving or going finds exactly the links it may affect."""
+class _Keys:
+    """The lookup keys a link's path can resolve through (Rule 1). Every one ends with `name`, so
+    a note can only be found through links whose name is the note's name (or, for aliases, the
+    alias): what lets the index find the links a note appearing or going may affect."""
 
     path: str | None
     relative: str | None
     name: str
 
 
-def link_keys(path: str, source_id: str) -> LinkKeys:
+def _keys(path: str, source_id: str) -> _Keys:
     body = path.lstrip("/") if path.startswith("/") else path
     absolute = _joined("", body)
     relative = None if path.startswith("/") else _joined(_folder(source_id), path)
-    return LinkKeys(
+    return _Keys(
         path=None if absolute is None or path.startswith(("./", "../")) else note_key(absolute),
         relative=None if relative is None else note_key(relative),
         name=name_key(body.rstrip("/")),
@@ -150,7 +150,7 @@ def resolve(link: Link, source_id: str, vault: VaultLookup) -> Resolution:
 def resolve_path(path: str, style: str, source_id: str, vault: VaultLookup) -> Resolution:
     if not path:
         return Resolution(source_id, "self")
-    keys = link_keys(path, source_id)
+    keys = _keys(path, source_id)
     if path.startswith("/"):
         found = vault.by_path(keys.path) if keys.path is not None else None
         return Resolution(found, "path") if found else UNRESOLVED

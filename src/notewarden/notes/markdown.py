@@ -221,7 +221,10 @@ def _headings(tokens: Sequence[Token], offset: int, total: int) -> list[Heading]
 
 def first_h1(text: str) -> str | None:
     """The text of the note's first top-level level-1 heading, or None (Rule 2)."""
-    body, _, _ = _body(text)
+    return _first_h1(_body(text)[0])
+
+
+def _first_h1(body: str) -> str | None:
     for attempt, candidate in enumerate(_H1_CANDIDATE.finditer(body)):
         if attempt == 2:  # the candidates so far were code or quotes: read the whole note once
             prefix = body
@@ -352,10 +355,13 @@ def aliases_of(properties: dict[str, Any] | None) -> list[str]:
     return [a for a in aliases if a]
 
 
-def parse_note(text: str, stem: str) -> NoteFacts:
+def parse_note(text: str, stem: str, *, with_headings: bool = True) -> NoteFacts:
     """Everything `notes.index` keeps about a note, in one pass over it (Rules 1-8).
 
-    The common note costs one block parse; one with no `[`, `#` or `^` skips the inline scan."""
+    A note costs one block parse. Without `with_headings` (the index: it reads a link target's
+    headings only when a link's anchor is shown) the block parse is skipped when nothing could open
+    a code block, an HTML block or a code span (`_BLOCK_SYNTAX`): then every paragraph is inline text
+    and is scanned as it stands, and only the head is parsed for the title."""
     body, offset, front = _body(text)
     properties: dict[str, Any] | None = None
     error = front.error if front is not None else None
@@ -368,19 +374,27 @@ def parse_note(text: str, stem: str) -> NoteFacts:
     if front is not None and "[[" in front.raw:
         scan.region(text.index("\n") + 1, front.end, properties_only=True)
     found_headings: list[Heading] = []
-    if "#" in body or "=" in body or "-" in body or "[" in body or "^" in body:
-        tokens = _PARSER.parse(body)
-        found_headings = _headings(tokens, offset, offset + _line_count(body))
-        if "[" in body or "#" in body or "^" in body:
-            body_start = len(text) - len(body)
-            body_lines = _line_starts(body)
-            for token in tokens:
+    marks = "[" in body or "#" in body or "^" in body
+    body_start = len(text) - len(body)
+    if not with_headings and (not marks or _BLOCK_SYNTAX.search(body) is None):
+        start = body_start
+        for blank in _BLANK_LINE.finditer(text, body_start) if marks else ():
+            scan.region(start, blank.start())
+            start = blank.end()
+        if marks:
+            scan.region(start, len(text))
+        title = _title(properties, [], stem) if _has_title(properties) else _first_h1(body) or stem
+    else:
+        if marks or "=" in body or "-" in body:
+            tokens = _PARSER.parse(body)
+            found_headings = _headings(tokens, offset, offset + _line_count(body))
+            body_lines = _line_starts(body) if marks else []
+            for token in tokens if marks else ():
                 if token.type == "inline" and token.map is not None:
                     first, last = token.map
-                    start = body_start + body_lines[first]
                     end = body_start + (body_lines[last] if last < len(body_lines) else len(body))
-                    scan.region(start, end)
-    title = _title(properties, found_headings, stem)
+                    scan.region(body_start + body_lines[first], end)
+        title = _title(properties, found_headings, stem)
     front_tags = [Tag(t, 0) for t in tags_of(properties)]
     return NoteFacts(
         title=title,
@@ -394,12 +408,20 @@ def parse_note(text: str, stem: str) -> NoteFacts:
     )
 
 
+_BLOCK_SYNTAX = re.compile(r"`|~~~|^(?: {0,3}<| {4}|\t)", re.MULTILINE)
+"""What could open a code span, a fenced or indented code block, or an HTML block (CommonMark)."""
+_BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
+
+
+def _has_title(properties: dict[str, Any] | None) -> bool:
+    title = properties.get("title") if properties else None
+    return isinstance(title, str | int | float) and not isinstance(title, bool) and bool(str(title).strip())
+
+
 def _title(properties: dict[str, Any] | None, found: list[Heading], stem: str) -> str:
     """Rule 4 from what `parse_note` already parsed (`title_of` reads only the note's head)."""
-    if properties is not None:
-        title = properties.get("title")
-        if isinstance(title, str | int | float) and not isinstance(title, bool) and str(title).strip():
-            return str(title).strip()
+    if properties is not None and _has_title(properties):
+        return str(properties["title"]).strip()
     return next((h.text for h in found if h.level == 1 and h.text), stem)
 
 
