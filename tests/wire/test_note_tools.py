@@ -72,7 +72,10 @@ async def test_search_read_update_with_optimistic_concurrency(transport: str, de
     async with sdk_client(transport, deployment) as client:
         found = await call(client, "notes_search", {"workspaceUri": ws, "query": "tps cover"})
         hits = found.structured_content["results"]
-        assert {h["id"] for h in hits} == {"reports/tps-2019.md", "drafts/tps-report-draft.md"}
+        every = [h["id"] for h in hits if h["allWords"]]
+        assert set(every) == {"reports/tps-2019.md", "drafts/tps-report-draft.md"}
+        assert [h["allWords"] for h in hits] == sorted((h["allWords"] for h in hits), reverse=True)
+        assert found.structured_content["mode"] == "any_words"  # two had both words: the rest have one
         assert all(h["uri"] == f"{ws}/{h['id']}" and "**" in h["snippet"] for h in hits)
 
         read = await call(client, "notes_read", {"workspaceUri": ws, "noteId": "reports/tps-2019.md"})
