@@ -55,7 +55,7 @@ def index(tmp_path: Path, mode: str) -> Iterator[NoteIndex]:
 
 
 def outgoing(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> dict[str, tuple[str | None, bool]]:
-    _, links, _, _ = index.note_links(WS, root, note_id, limit=1000)
+    _, links, _, _ = index.note_links(WS, root, "", note_id, limit=1000)
     return {
         link.written: (link.target, link.target is not None and link.anchor_found is not False)
         for link in links
@@ -71,7 +71,7 @@ def everything(index: NoteIndex, root: WorkspaceRoot) -> dict[tuple[str, str], s
 
 
 def backlinks(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> set[tuple[str, str]]:
-    _, _, back, total = index.note_links(WS, root, note_id, limit=1000)
+    _, _, back, total = index.note_links(WS, root, "", note_id, limit=1000)
     assert total == len(back)
     return {(link.source, link.written) for link in back}
 
@@ -85,7 +85,7 @@ def test_every_link_resolves_as_obsidian_would_and_backlinks_are_the_exact_inver
     for note_id in VAULT:
         inverse = {(s, w) for (s, w), (target, _) in EXPECTED.items() if target == note_id}
         assert backlinks(index, root, note_id) == inverse, note_id
-    _, links, _, _ = index.note_links(WS, root, "Home.md", limit=10)
+    _, links, _, _ = index.note_links(WS, root, "", "Home.md", limit=10)
     inbox = next(link for link in links if link.written == "[[#Inbox]]")
     assert (inbox.via, inbox.line, inbox.context) == ("self", 25, "Jump to [[#Inbox]] below.")
     embeds = {link.written for link in links if link.embed}

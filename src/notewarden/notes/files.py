@@ -195,9 +195,7 @@ class FilesNoteStore:
 
     def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
         scope.root.stat_note(_inside(scope, note_id))  # the precise error for what is not a note
-        note, outgoing, backlinks, total = self.index.note_links(
-            str(scope.workspace), scope.root, note_id, limit=limit
-        )
+        note, outgoing, backlinks, total = self.index.note_links(*self._key(scope), note_id, limit=limit)
         if note is None:
             raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
         return NoteLinks(_note(note), outgoing, backlinks, total)

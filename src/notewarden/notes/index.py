@@ -537,10 +537,11 @@ class NoteIndex:
             return [TagCount(name, count) for name, count in rows]
 
     def note_links(
-        self, workspace: str, root: WorkspaceRoot, note_id: str, *, limit: int
+        self, workspace: str, root: WorkspaceRoot, subtree: str, note_id: str, *, limit: int
     ) -> tuple[IndexedNote | None, list[LinkView], list[LinkView], int]:
-        """The note's row, its outgoing links, up to `limit` backlinks (each from a note still on
-        disk) and how many backlinks there are in all."""
+        """The note's row, its outgoing links, up to `limit` backlinks from notes below `subtree`
+        (each still on disk) and how many such backlinks there are in all."""
+        within, bounds = _range("l.note_id", subtree)
         with self._lock:
             note = self.row(workspace, root, note_id)
             if note is None:
@@ -555,13 +556,14 @@ class NoteIndex:
                 (workspace, note_id),
             ).fetchall()
             (total,) = self._db.execute(
-                "SELECT count(*) FROM note_links WHERE workspace = ? AND target = ?", (workspace, note_id)
+                f"SELECT count(*) FROM note_links l WHERE l.workspace = ? AND l.target = ?{within}",
+                (workspace, note_id, *bounds),
             ).fetchone()
             backlinks = self._db.execute(
                 f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns FROM note_links l JOIN notes n "
-                "ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? AND l.target = ? "
+                f"ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? AND l.target = ?{within} "
                 "ORDER BY l.note_id, l.seq LIMIT ?",
-                (workspace, note_id, limit),
+                (workspace, note_id, *bounds, limit),
             ).fetchall()
             sources = {r[0]: FileIdentity(r[11], r[12], r[14], r[13]) for r in backlinks}
             present = {s for s, identity in sources.items() if _same_file(root, s, identity)}

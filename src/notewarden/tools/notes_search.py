@@ -165,7 +165,7 @@ def decode_cursor(cursor: str, print_: str) -> tuple[int, tuple[float, str]]:
     )
 
 
-def _instant_ns(text: str, argument: str) -> int:
+def instant_ns(text: str, argument: str) -> int:
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
@@ -199,10 +199,10 @@ def note_filter(arguments: Mapping[str, Any], scope: WorkspaceScope) -> NoteFilt
         tags_all=tuple(tags.get("all", ())),
         tags_any=tuple(tags.get("any", ())),
         properties=tests,
-        modified_after_ns=_instant_ns(arguments["modifiedAfter"], "modifiedAfter")
+        modified_after_ns=instant_ns(arguments["modifiedAfter"], "modifiedAfter")
         if "modifiedAfter" in arguments
         else None,
-        modified_before_ns=_instant_ns(arguments["modifiedBefore"], "modifiedBefore")
+        modified_before_ns=instant_ns(arguments["modifiedBefore"], "modifiedBefore")
         if "modifiedBefore" in arguments
         else None,
         folder=folder,

@@ -35,6 +35,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from notewarden.confirm.state import InvalidState
 from notewarden.ledger import LedgerUnavailable
+from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ScopeError
 
@@ -71,6 +72,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ScopeError: "invalid_workspace_uri",
     AuthorizationError: "workspace_not_granted",
     LedgerUnavailable: "temporarily_unavailable",
+    NotSupportedOnStore: "not_supported",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
     fsroot.EscapeBlocked: "path_refused",
