@@ -10,6 +10,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from notewarden.scope.fsroot import TRASH_JOURNAL_NAME
+from notewarden.tools.resources import ANY_WORKSPACE_TEMPLATE
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -28,6 +29,10 @@ ALL_TOOLS = {
     "notes_trash_list",
     "notes_trash_empty",
     "notes_publish",
+    "notes_tags",
+    "notes_links",
+    "notes_recent",
+    "notes_daily",
 }
 
 
@@ -62,7 +67,15 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
     open_world = {n for n, t in tools.items() if t.annotations and t.annotations.open_world_hint}
     assert open_world == {"notes_publish"}  # the only tool that reaches outside the server
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"notes_list", "notes_search", "notes_read", "notes_trash_list"}
+    assert read_only == {
+        "notes_list",
+        "notes_search",
+        "notes_read",
+        "notes_trash_list",
+        "notes_tags",
+        "notes_links",
+        "notes_recent",
+    }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
     assert destructive == {"notes_delete", "notes_update", "notes_trash_empty"}
 
@@ -287,7 +300,10 @@ async def test_notes_are_resources(transport: str, deployment: Deployment) -> No
         )
         assert uris == [f"{ws}/{f}" for f in files]
         templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates.resource_templates] == [ws + "/{+noteId}"]
+        assert [t.uri_template for t in templates.resource_templates] == [
+            ws + "/{+noteId}",
+            ANY_WORKSPACE_TEMPLATE,
+        ]
         read = await client.read_resource(f"{ws}/reports/tps-2026-q3.md")
         assert read.cache_scope == "private"
         assert read.contents[0].text == (deployment.notes / "reports/tps-2026-q3.md").read_text()

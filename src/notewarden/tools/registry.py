@@ -121,7 +121,7 @@ ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
 _SHARED_KEYWORDS = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "items", "enum", "const",
-        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
+        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "allOf", "oneOf", "not",
         "title", "description", "default", "examples",
     }
