@@ -560,7 +560,8 @@ class NoteIndex:
                 (workspace, note_id, *bounds),
             ).fetchone()
             backlinks = self._db.execute(
-                f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns FROM note_links l JOIN notes n "
+                f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns FROM note_links l INDEXED BY note_links_by_target "
+                "JOIN notes n "
                 f"ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? AND l.target = ?{within} "
                 "ORDER BY l.note_id, l.seq LIMIT ?",
                 (workspace, note_id, *bounds, limit),
