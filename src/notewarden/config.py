@@ -346,9 +346,9 @@ def _daily(table: Any, where: str) -> DailyNotes:
     )
     sample = datetime.datetime(2026, 12, 31, 23, 59, 58)
     try:
-        split_relative(settings.note_id(sample.date()))
-        if settings.template is not None:
-            split_relative(settings.template)
+        for path in (settings.note_id(sample.date()), settings.template or "x.md"):
+            if any(part.startswith(".") for part in split_relative(path)):
+                raise PathRejected(f"{path!r} is hidden: a name starting with '.' is never a note")
     except PathRejected as exc:
         raise ConfigError(
             f"{where} makes paths that are not note paths inside the workspace ({exc}); e.g. format "

@@ -54,9 +54,9 @@ transaction (`_resolve_dirty`): nothing else is re-read or re-parsed.
 
 Rule 9 (what changed; `recent`): each note row carries its latest change (created, modified,
 moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
-in `gone_notes`. A note that appears with the inode of a note that went (a rename seen as a delete
-and a create, in either order) is a move. The first build of a workspace records no changes:
-its notes count as modified at their mtime.
+in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note that went (a
+rename seen as a delete and a create, in either order) is a move. The first build of a workspace
+records no changes: its notes count as modified at their mtime.
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ CONTEXT_CHARS = 240
 """A link's line of context is cut to this many characters."""
 MOVE_WINDOW_NS = 60_000_000_000
 """A note appearing with the inode of one that went this recently was moved (Rule 9)."""
+GONE_KEPT_NS = 90 * 86_400 * 1_000_000_000
+"""How long a note that went is remembered (Rule 9); forgotten at a process's first call after."""
 RACY_WINDOW_NS = 2_000_000_000
 BATCH = 500
 STALE_BATCH = 64
@@ -776,8 +778,11 @@ class NoteIndex:
                     self._walk(workspace, root, live, full=True, progress=progress)
                 finally:
                     self._defer_links = False
-                with self._write():
-                    pass  # resolves what the walk left dirty
+                with self._write():  # resolves what the walk left dirty
+                    self._db.execute(
+                        "DELETE FROM gone_notes WHERE workspace = ? AND gone_ns < ?",
+                        (workspace, time.time_ns() - GONE_KEPT_NS),
+                    )
                 live.synced, live.last_verify, live.track_changes = True, now, True
             elif live.watcher is not None:
                 self._drain(workspace, root, live, progress)
