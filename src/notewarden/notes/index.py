@@ -55,7 +55,8 @@ transaction (`_resolve_dirty`): nothing else is re-read or re-parsed.
 Rule 9 (what changed; `recent`): each note row carries its latest change (created, modified,
 moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
 in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note that went (a
-rename seen as a delete and a create, in either order) is a move. The first build of a workspace
+rename seen as a delete and a create: a pass handles the names that are gone before the others)
+is a move. The first build of a workspace
 records no changes: its notes count as modified at their mtime.
 """
 
@@ -161,7 +162,6 @@ INDEX_MIGRATIONS: Sequence[str] = (
     ALTER TABLE notes ADD COLUMN previous TEXT;
     CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
     CREATE INDEX notes_by_change ON notes (workspace, changed_ns);
-    CREATE INDEX notes_by_inode ON notes (workspace, ino);
     CREATE TABLE note_tags (
         workspace TEXT NOT NULL, note_id TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL,
         PRIMARY KEY (workspace, note_id, tag)
@@ -276,11 +276,13 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
     return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
 
 
-def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity) -> bool:
+def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:
+    """Whether `note_id` is still the file `identity` describes (None: any file)."""
     try:
-        return root.stat_note(note_id).identity == identity
+        found = root.stat_note(note_id).identity
     except FsError:
         return False
+    return identity is None or found == identity
 
 
 class _Anchors:
@@ -882,8 +884,8 @@ class NoteIndex:
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
         if dirty_files:
-            with self._write():
-                for note_id in sorted(dirty_files):
+            with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 9)
+                for note_id in sorted(dirty_files, key=lambda n: (_same_file(root, n, None), n)):
                     self._index_file(workspace, root, note_id)
 
     def _walk(
@@ -1032,7 +1034,7 @@ class NoteIndex:
             return
         facts = parse_note(body, note_stem(note_id), with_headings=False)
         title = facts.title
-        change, changed_ns, previous = self._change_of(workspace, root, note_id, identity, known)
+        change, changed_ns, previous = self._change_of(workspace, note_id, identity, known)
         properties = None if facts.properties is None else json.dumps(facts.properties, ensure_ascii=False)
         (rowid,) = self._db.execute(
             "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, path_key, "
@@ -1071,12 +1073,7 @@ class NoteIndex:
         self._store_facts(workspace, note_id, facts, body, fresh=known is None)
 
     def _change_of(
-        self,
-        workspace: str,
-        root: WorkspaceRoot,
-        note_id: str,
-        identity: FileIdentity,
-        known: IndexedNote | None,
+        self, workspace: str, note_id: str, identity: FileIdentity, known: IndexedNote | None
     ) -> tuple[str | None, int, str | None]:
         """Rule 9: (kind, when, previous id) of this note's change; kind None during a first build."""
         live = self._live.get(workspace)
@@ -1085,17 +1082,6 @@ class NoteIndex:
         if known is not None:
             return "modified", identity.mtime_ns, None
         self._db.execute("DELETE FROM gone_notes WHERE workspace = ? AND note_id = ?", (workspace, note_id))
-        for (twin,) in self._db.execute(
-            "SELECT id FROM notes WHERE workspace = ? AND ino = ? AND dev = ? AND id != ?",
-            (workspace, identity.ino, identity.dev, note_id),
-        ).fetchall():
-            try:
-                still_there = root.stat_note(twin).identity.ino == identity.ino
-            except FsError:
-                still_there = False
-            if not still_there:  # renamed: the old row goes without a trace of a delete
-                self._forget_note(workspace, twin, gone=False)
-                return "moved", time.time_ns(), twin
         row = self._db.execute(
             "DELETE FROM gone_notes INDEXED BY gone_notes_by_inode WHERE workspace = ? AND ino = ? AND dev = ? "
             "AND gone_ns >= ? RETURNING note_id",
