@@ -14,6 +14,9 @@ import pytest
 
 from notewarden.notes import index as index_module
 from notewarden.notes.index import NoteIndex
+from notewarden.notes.links import MemoryVault, resolve
+from notewarden.notes.markdown import parse_note
+from notewarden.notes.model import note_stem
 from notewarden.notes.store import NoteFilter, PropertyTest
 from notewarden.scope.fsroot import WorkspaceRoot
 from tests.vault_cases import EXPECTED, TAGS, VAULT, write_vault
@@ -261,3 +264,23 @@ def test_completion_and_similar_titles(index: NoteIndex, root: WorkspaceRoot) ->
     assert [n.id for n in index.similar(WS, root, "", "atlas  PLAN!")] == ["Projects/Atlas/Plan.md"]
     assert [n.id for n in index.similar(WS, root, "", "Atlas plann")] == ["Projects/Atlas/Plan.md"]
     assert index.similar(WS, root, "", "Atlas budget") == []
+
+
+def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path: Path, folder: Path) -> None:
+    """Over `index.BATCH` names, a resolution pass reads every key at once (`_LoadedLookup`)."""
+    for i in range(index_module.BATCH + 100):
+        path = folder / "bulk" / f"n{i:03}.md"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"[[n{i * 7 % 600:03}]] [[Plan]] [[bulk/n{i:03}#x]] [[Ana]] [[Missing {i}]]\n")
+    ids = [p.relative_to(folder).as_posix() for p in folder.rglob("*.md")]
+    lookup = MemoryVault(ids, {n: parse_note(VAULT[n], note_stem(n)).aliases for n in VAULT})
+    big = NoteIndex(tmp_path / "big.sqlite3", watch=False)
+    with WorkspaceRoot.open(str(folder)) as root:
+        for note_id in ids:
+            text = (folder / note_id).read_text()
+            expected = [
+                resolve(link, note_id, lookup).target for link in parse_note(text, note_stem(note_id)).links
+            ]
+            _, links, _, _ = big.note_links(WS, root, "", note_id, limit=1)
+            assert [link.target for link in links] == expected, note_id
+    big.close()

@@ -44,8 +44,9 @@ in a batch those writes are shared. Until a batch is purged, bm25 counts the sta
 documents. A rowid that `notes` hands out again is re-indexed like any update (its full-text rows
 replaced), and the purge skips a rowid that is live again.
 
-Rule 8 (what notes know; `markdown.parse_note`): each note's properties (JSON), tags, aliases,
-headings and block ids, and links are kept beside it, replaced whenever the note is re-read. A
+Rule 8 (what notes know; `markdown.parse_note`): each note's properties (JSON), tags, aliases and
+links are kept beside it, replaced whenever the note is re-read (headings are not: `note_links`
+reads a target's headings when it shows an anchor, so a build can skip the block parse). A
 link row stores its target as resolved now (`links` Rule 1) and its name key (the fold of its
 path's last component, without the note suffix). A note can only be found through a link whose
 name key is the note's name or one of its aliases, so when a note appears, goes, moves or changes
@@ -56,8 +57,8 @@ Rule 9 (what changed; `recent`): each note row carries its latest change (create
 moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
 in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note that went (a
 rename seen as a delete and a create: a pass handles the names that are gone before the others)
-is a move. The first build of a workspace
-records no changes: its notes count as modified at their mtime.
+is a move. The first build of a workspace records no changes: its notes count as modified at
+their mtime.
 """
 
 from __future__ import annotations
@@ -274,6 +275,34 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
         params.append(filters.modified_before_ns)
     within, bounds = _range("n.id", filters.folder.strip("/"))
     return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+
+
+class _LoadedLookup:
+    """`links.VaultLookup` over every note of a workspace at once: for a pass that resolves many
+    names (a first build), one read of the keys instead of a query per name."""
+
+    def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        self._paths: dict[str, str] = {}
+        self._names: dict[str, list[str]] = {}
+        self._aliases: dict[str, list[str]] = {}
+        for note_id, path_key, key in db.execute(
+            "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
+        ):
+            self._paths.setdefault(path_key, note_id)
+            self._names.setdefault(key, []).append(note_id)
+        for note_id, key in db.execute(
+            "SELECT note_id, alias_key FROM note_aliases WHERE workspace = ?", (workspace,)
+        ):
+            self._aliases.setdefault(key, []).append(note_id)
+
+    def by_path(self, key: str) -> str | None:
+        return self._paths.get(key)
+
+    def by_name(self, key: str) -> list[str]:
+        return self._names.get(key, [])
+
+    def by_alias(self, key: str) -> list[str]:
+        return self._aliases.get(key, [])
 
 
 def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:
@@ -1175,7 +1204,11 @@ class NoteIndex:
         for workspace, key in dirty:
             by_workspace.setdefault(workspace, []).append(key)
         for workspace, keys in by_workspace.items():
-            lookup = _IndexLookup(self._db, workspace)
+            lookup = (
+                _IndexLookup(self._db, workspace)
+                if len(keys) <= BATCH
+                else _LoadedLookup(self._db, workspace)
+            )
             for start in range(0, len(keys), BATCH):
                 chunk = keys[start : start + BATCH]
                 rows = self._db.execute(

@@ -323,7 +323,7 @@ def tag_key(name: str) -> str:
 _TAG_CHARS = re.compile(r"[\w/-]+")
 _TAG_SPLIT = re.compile(r"[\s,]+")
 _BLOCK_ID = re.compile(r"[A-Za-z0-9-]+")
-_INLINE_MARK = re.compile(r"\\.|`+|!?\[|#|\^", re.DOTALL)
+_INLINE_MARK = re.compile(r"[\\`\[#^]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|//")
 _SKIPPED_BLOCKS = frozenset({"fence", "code_block", "html_block"})
 
@@ -455,21 +455,28 @@ class _Scan:
         text = self.text
         pos = start
         while (mark := _INLINE_MARK.search(text, pos, end)) is not None:
-            at, token = mark.start(), mark.group()
-            first = token[0]
-            if properties_only:
-                bracket = at + (first == "!")
-                pos = self._wiki(at, bracket, False, end) if text.startswith("[[", bracket) else at + 1
-            elif first == "\\":
-                pos = mark.end()
-            elif first == "`":
-                pos = _code_span_end(text, mark.end(), end, len(token)) or mark.end()
-            elif first == "#":
+            at = mark.start()
+            char = text[at]
+            if char == "[":
+                embed = at > start and text[at - 1] == "!" and text[at - 2 : at - 1] != "\\"
+                link_start = at - embed
+                if properties_only:
+                    pos = self._wiki(link_start, at, False, end) if text.startswith("[[", at) else at + 1
+                else:
+                    pos = self._link(link_start, embed, end)
+            elif properties_only:
+                pos = at + 1
+            elif char == "\\":
+                pos = at + 2
+            elif char == "`":
+                run = at + 1
+                while run < end and text[run] == "`":
+                    run += 1
+                pos = _code_span_end(text, run, end, run - at) or run
+            elif char == "#":
                 pos = self._tag(at, end)
-            elif first == "^":
-                pos = self._block_id(at, end)
             else:
-                pos = self._link(at, first == "!", end)
+                pos = self._block_id(at, end)
 
     def _tag(self, at: int, end: int) -> int:
         text = self.text
