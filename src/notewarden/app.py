@@ -66,9 +66,11 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read and write them "
-    "with notes_read / notes_create / notes_update (pass the version you read), and reorganize with "
-    "notes_move. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search (words or a question, "
+    "filters by tags and front-matter properties), read and write them with notes_read / notes_create / "
+    "notes_update (pass the version you read), and reorganize with notes_move. notes_tags, notes_links "
+    "(links and backlinks) and notes_recent show how notes connect and what changed; notes_daily opens a "
+    "day's note. notes_delete and notes_trash_empty ask the user to confirm in a form; deleted notes stay "
     "in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a "
     "resource: its file: URI."
 )
