@@ -85,9 +85,9 @@ def _folder(note_id: str) -> str:
 def _joined(folder: str, path: str) -> str | None:
     """`path` from `folder`, normalized; None when it climbs above the root."""
     joined = posixpath.normpath(posixpath.join(folder, path)) if path else folder
-    if joined == "." or joined.startswith("../") or joined == "..":
-        return None if joined != "." else ""
-    return joined
+    if joined == ".":
+        return ""
+    return None if joined == ".." or joined.startswith("../") else joined
 
 
 @dataclass(frozen=True, slots=True)
