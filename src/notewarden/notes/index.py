@@ -477,6 +477,8 @@ class NoteIndex:
         self._dirty: set[tuple[str, str]] = set()
         """(workspace, name key): links to resolve again before the write transaction commits (Rule 8)."""
         self._defer_links = False
+        """During a first full walk: links resolved and tags counted once, at its end."""
+        self._recount: set[str] = set()
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -810,6 +812,7 @@ class NoteIndex:
                 finally:
                     self._defer_links = False
                 with self._write():  # resolves what the walk left dirty
+                    self._recount_tags(workspace)
                     self._db.execute(
                         "DELETE FROM gone_notes WHERE workspace = ? AND gone_ns < ?",
                         (workspace, time.time_ns() - GONE_KEPT_NS),
@@ -1133,11 +1136,7 @@ class NoteIndex:
                 "INSERT INTO note_tags (workspace, note_id, tag, name) VALUES (?, ?, ?, ?)",
                 [(workspace, note_id, key, name) for key, name in tags.items()],
             )
-            db.executemany(
-                "INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (?, ?, ?, 1) "
-                "ON CONFLICT (workspace, tag) DO UPDATE SET notes = notes + 1",
-                [(workspace, key, name) for key, name in tags.items()],
-            )
+            self._count_tags(workspace, tags)
         aliases = {fold(a): a for a in facts.aliases}
         if aliases:
             db.executemany(
@@ -1189,8 +1188,31 @@ class NoteIndex:
             self._dirty.add((workspace, alias))
         db.execute("DELETE FROM note_links WHERE workspace = ? AND note_id = ?", (workspace, note_id))
 
+    def _count_tags(self, workspace: str, tags: dict[str, str]) -> None:
+        """Keep `tag_counts` current: one upsert per tag, or one recount after a first build."""
+        if self._defer_links:
+            self._recount.add(workspace)
+            return
+        self._db.executemany(
+            "INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (workspace, tag) DO UPDATE SET notes = notes + 1, name = min(name, excluded.name)",
+            [(workspace, key, name) for key, name in tags.items()],
+        )
+
+    def _recount_tags(self, workspace: str) -> None:
+        if workspace in self._recount:
+            self._recount.discard(workspace)
+            self._db.execute("DELETE FROM tag_counts WHERE workspace = ?", (workspace,))
+            self._db.execute(
+                "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), count(*) "
+                "FROM note_tags WHERE workspace = ? GROUP BY tag",
+                (workspace,),
+            )
+
     def _uncount_tags(self, workspace: str, tags: Sequence[str]) -> None:
-        if tags:
+        if self._defer_links and tags:
+            self._recount.add(workspace)
+        elif tags:
             self._db.executemany(
                 "UPDATE tag_counts SET notes = notes - 1 WHERE workspace = ? AND tag = ?",
                 [(workspace, t) for t in tags],

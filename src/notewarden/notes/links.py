@@ -163,9 +163,10 @@ def resolve_path(path: str, style: str, source_id: str, vault: VaultLookup) -> R
     for key, via in order:
         if key is not None and (found := vault.by_path(key)) is not None:
             return Resolution(found, via)
-    wanted = note_key(path.strip("/"))
-    suffix = "/" + wanted
-    named = [c for c in vault.by_name(keys.name) if note_key(c) == wanted or note_key(c).endswith(suffix)]
+    named = vault.by_name(keys.name)
+    if "/" in path.strip("/"):  # a partial path: the notes whose path ends with it
+        wanted = note_key(path.strip("/"))
+        named = [c for c in named if note_key(c) == wanted or note_key(c).endswith("/" + wanted)]
     if named:
         return Resolution(_tie_break(named, source_id), "name")
     if "/" not in path and (aliased := vault.by_alias(fold(path))):

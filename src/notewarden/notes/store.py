@@ -106,7 +106,7 @@ class NoteFilter:
 @dataclass(frozen=True, slots=True)
 class TagCount:
     tag: str
-    """As first written (`#Area/Sub` and `#area/sub` are one tag)."""
+    """As written; of several spellings of one tag (`#Area/Sub`, `#area/sub`) the first in code-point order."""
     notes: int
 
 
