@@ -58,10 +58,11 @@ def index(tmp_path: Path, mode: str) -> Iterator[NoteIndex]:
 
 
 def outgoing(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> dict[str, tuple[str | None, bool]]:
-    _, links, _, _ = index.note_links(WS, root, "", note_id, limit=1000)
+    found = index.note_links(WS, root, "", note_id, limit=1000)
+    assert found is not None
     return {
         link.written: (link.target, link.target is not None and link.anchor_found is not False)
-        for link in links
+        for link in found.outgoing
     }
 
 
@@ -74,9 +75,9 @@ def everything(index: NoteIndex, root: WorkspaceRoot) -> dict[tuple[str, str], s
 
 
 def backlinks(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> set[tuple[str, str]]:
-    _, _, back, total = index.note_links(WS, root, "", note_id, limit=1000)
-    assert total == len(back)
-    return {(link.source, link.written) for link in back}
+    found = index.note_links(WS, root, "", note_id, limit=1000)
+    assert found is not None and found.backlinks_total == len(found.backlinks)
+    return {(link.source, link.written) for link in found.backlinks}
 
 
 def test_every_link_resolves_as_obsidian_would_and_backlinks_are_the_exact_inverse(
@@ -88,7 +89,10 @@ def test_every_link_resolves_as_obsidian_would_and_backlinks_are_the_exact_inver
     for note_id in VAULT:
         inverse = {(s, w) for (s, w), (target, _) in EXPECTED.items() if target == note_id}
         assert backlinks(index, root, note_id) == inverse, note_id
-    _, links, _, _ = index.note_links(WS, root, "", "Home.md", limit=10)
+    home = index.note_links(WS, root, "", "Home.md", limit=10)
+    assert home is not None and home.tags == ["area/home", "index"]
+    assert home.properties is not None and home.properties["aliases"] == ["Start", "Dashboard"]
+    links = home.outgoing
     inbox = next(link for link in links if link.written == "[[#Inbox]]")
     assert (inbox.via, inbox.line, inbox.context) == ("self", 25, "Jump to [[#Inbox]] below.")
     embeds = {link.written for link in links if link.embed}
@@ -206,8 +210,9 @@ def test_a_malformed_front_matter_is_reported_for_that_note_only(
 ) -> None:
     (folder / "Broken.md").write_text("---\ntags: [unclosed\n---\n# Broken but here #still\n[[Home]]\n")
     assert outgoing(index, root, "Broken.md") == {"[[Home]]": ("Home.md", True)}
-    row = index._db.execute("SELECT property_error FROM notes WHERE id = 'Broken.md'").fetchone()
-    assert "YAML" in row[0]
+    broken = index.note_links(WS, root, "", "Broken.md", limit=1)
+    assert broken is not None and broken.properties is None
+    assert broken.property_error is not None and "not valid YAML at line 3" in broken.property_error
     assert filtered(index, root, tags_all=("still",)) == ["Broken.md"]
 
 
@@ -281,6 +286,6 @@ def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path
             expected = [
                 resolve(link, note_id, lookup).target for link in parse_note(text, note_stem(note_id)).links
             ]
-            _, links, _, _ = big.note_links(WS, root, "", note_id, limit=1)
-            assert [link.target for link in links] == expected, note_id
+            found = big.note_links(WS, root, "", note_id, limit=1)
+            assert found is not None and [link.target for link in found.outgoing] == expected, note_id
     big.close()

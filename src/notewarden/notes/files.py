@@ -195,10 +195,10 @@ class FilesNoteStore:
 
     def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
         scope.root.stat_note(_inside(scope, note_id))  # the precise error for what is not a note
-        note, outgoing, backlinks, total = self.index.note_links(*self._key(scope), note_id, limit=limit)
-        if note is None:
+        found = self.index.note_links(*self._key(scope), note_id, limit=limit)
+        if found is None:
             raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
-        return NoteLinks(_note(note), outgoing, backlinks, total)
+        return found
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
         return self.index.recent(*self._key(scope), since_ns=since_ns or 0, limit=limit)

@@ -82,11 +82,12 @@ import inotify_simple
 from notewarden.ledger.sqlite import apply_migrations
 from notewarden.notes.links import anchor_found, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
-from notewarden.notes.model import note_stem, title_matches
+from notewarden.notes.model import Note, note_stem, title_matches
 from notewarden.notes.store import (
     LinkView,
     NoteChange,
     NoteFilter,
+    NoteLinks,
     ProgressSink,
     PropertyTest,
     SearchMatch,
@@ -573,14 +574,15 @@ class NoteIndex:
 
     def note_links(
         self, workspace: str, root: WorkspaceRoot, subtree: str, note_id: str, *, limit: int
-    ) -> tuple[IndexedNote | None, list[LinkView], list[LinkView], int]:
-        """The note's row, its outgoing links, up to `limit` backlinks from notes below `subtree`
-        (each still on disk) and how many such backlinks there are in all."""
+    ) -> NoteLinks | None:
+        """The note with its tags and front matter, its outgoing links, up to `limit` backlinks from
+        notes below `subtree` (each still on disk) and how many such backlinks there are in all;
+        None when it is not a note."""
         within, bounds = _range("l.note_id", subtree)
         with self._lock:
             note = self.row(workspace, root, note_id)
             if note is None:
-                return None, [], [], 0
+                return None
             columns = (
                 "l.note_id, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.target, "
                 "l.via, l.style"
@@ -606,7 +608,23 @@ class NoteIndex:
             anchors = _Anchors(root)
             views = [_link_view(r[:11], anchors) for r in outgoing]
             back = [_link_view(r[:11], anchors) for r in backlinks if r[0] in present]
-            return note, views, back, total
+            properties, error = self._db.execute(
+                "SELECT properties, property_error FROM notes WHERE workspace = ? AND id = ?",
+                (workspace, note_id),
+            ).fetchone()
+            tags = self._db.execute(
+                "SELECT name FROM note_tags WHERE workspace = ? AND note_id = ? ORDER BY tag",
+                (workspace, note_id),
+            )
+            return NoteLinks(
+                Note(note.id, note.title, note.identity),
+                views,
+                back,
+                total,
+                tags=[t for (t,) in tags],
+                properties=None if properties is None else json.loads(properties),
+                property_error=error,
+            )
 
     def row(self, workspace: str, root: WorkspaceRoot, note_id: str) -> IndexedNote | None:
         """The note's current row, checked on disk (Rule 2); None when it is not a note."""

@@ -131,10 +131,16 @@ class LinkView:
 
 @dataclass(frozen=True, slots=True)
 class NoteLinks:
+    """A note, what it says about itself (tags, front matter) and how it connects."""
+
     note: Note
     outgoing: Sequence[LinkView]
     backlinks: Sequence[LinkView]
     backlinks_total: int
+    tags: Sequence[str] = ()
+    properties: dict[str, Any] | None = None
+    property_error: str | None = None
+    """Why the front matter could not be read (the note is indexed all the same)."""
 
 
 @dataclass(frozen=True, slots=True)

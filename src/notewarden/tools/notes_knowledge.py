@@ -2,9 +2,10 @@
 
 * `notes_tags`: every tag (front matter and inline, nested ones as written) with how many notes
   carry it, by tag; `prefix` narrows (case-insensitive); paged like every listing (`cursor`).
-* `notes_links`: a note's outgoing links as written, each resolved as Obsidian resolves it
-  (`notes.links` Rule 1) or unresolved, with whether its anchor exists; its embeds apart; and the
-  notes linking to it (backlinks), each with the line that links, up to `limit`.
+* `notes_links`: a note with its tags and front matter (or why the front matter could not be read),
+  its outgoing links as written, each resolved as Obsidian resolves it (`notes.links` Rule 1) or
+  unresolved, with whether its anchor exists; its embeds apart; and the notes linking to it
+  (backlinks), each with the line that links, up to `limit`.
 * `notes_recent`: the latest change of each note (created, modified, moved, deleted), newest
   first, since an optional instant. Created, moved and deleted are known from when the index
   saw them (notes changed while no server ran are seen at the next start); modified is the
@@ -181,10 +182,15 @@ class KnowledgeTools:
             }
             for link in found.backlinks
         ]
+        note: dict[str, Any] = {**note_object(scope, found.note), "tags": list(found.tags)}
+        if found.properties is not None:
+            note["properties"] = found.properties
+        if found.property_error is not None:
+            note["propertyError"] = visible(found.property_error)
         return complete(
             {
                 "workspaceUri": str(scope.uri),
-                "note": note_object(scope, found.note),
+                "note": note,
                 "links": outgoing,
                 "embeds": embeds,
                 "backlinks": backlinks,
@@ -301,9 +307,9 @@ def notes_links(services: Services) -> ToolDef:
         tool=_read_only(
             "notes_links",
             "Links of a note",
-            "A note's outgoing links ([[wiki]] and Markdown), each with the note it opens or null when "
-            "unresolved and whether its #heading or #^block exists; its embeds (![[...]]); and the notes "
-            "that link to it (backlinks) with the line that links. Read-only.",
+            "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
+            "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
+            "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links. Read-only.",
             _schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
@@ -319,7 +325,20 @@ def notes_links(services: Services) -> ToolDef:
                 "type": "object",
                 "properties": {
                     "workspaceUri": {"type": "string"},
-                    "note": NOTE_OBJECT,
+                    "note": {
+                        **NOTE_OBJECT,
+                        "properties": {
+                            **NOTE_OBJECT["properties"],
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                            "properties": {"type": "object", "description": "The front matter, as JSON."},
+                            "propertyError": {
+                                "type": "string",
+                                "description": "Why the front matter could not be read (the note is indexed all "
+                                "the same, without its properties).",
+                            },
+                        },
+                        "required": [*NOTE_OBJECT["required"], "tags"],
+                    },
                     "links": {"type": "array", "items": LINK_OBJECT},
                     "embeds": {"type": "array", "items": LINK_OBJECT},
                     "backlinks": {"type": "array", "items": BACKLINK_OBJECT},
