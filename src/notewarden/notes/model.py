@@ -34,6 +34,18 @@ TITLE_SCAN_BYTES = 64 * 1024
 
 _WORD = re.compile(r"\w+")
 MAX_SEARCH_TERMS = 16
+STOP_WORDS = frozenset(
+    {
+        "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+        "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+        "had", "has", "have", "having", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me",
+        "my", "no", "not", "of", "on", "or", "our", "ours", "should", "so", "some", "than", "that",
+        "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up",
+        "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+        "why", "will", "with", "would", "you", "your",
+    }
+)  # fmt: skip
+"""English words too common to find anything with: dropped from a search (not from a title rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +88,12 @@ def match_words(query: str) -> tuple[str, ...]:
 
 
 def search_terms(query: str) -> list[str]:
-    """The words of a search query, case-folded; each must match the start of a word of the note's
-    title, path or body (so `rep` finds "report")."""
-    return _WORD.findall(query.casefold())[:MAX_SEARCH_TERMS]
+    """The words of a search query, case-folded, once each, without stop words (unless that leaves
+    none); each must match the start of a word of the note's title, path or body (so `rep` finds
+    "report"), after stemming (so "sharing" finds "shared")."""
+    words = list(dict.fromkeys(_WORD.findall(query.casefold())))
+    kept = [w for w in words if w not in STOP_WORDS]
+    return (kept or words)[:MAX_SEARCH_TERMS]
 
 
 def content_version(data: bytes) -> str:

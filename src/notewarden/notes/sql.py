@@ -64,11 +64,17 @@ from notewarden.notes.model import Note
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
+    NoteChange,
     NoteContent,
+    NoteFilter,
+    NoteLinks,
+    NotSupportedOnStore,
     ProgressSink,
     Rewrite,
     Rewritten,
     SearchHit,
+    SearchMatch,
+    TagCount,
     TrashedNote,
     VersionConflict,
 )
@@ -402,24 +408,28 @@ class SqlNoteStore:
         after: tuple[float, str] | None,
         limit: int,
         progress: ProgressSink | None = None,
+        match: SearchMatch = "all",
+        filters: NoteFilter | None = None,
     ) -> list[SearchHit]:
         """Every term must start a word of the title, path or body; best first (SQLite: bm25 with
         the title weighted 10 and the path 2, as the files index; PostgreSQL: `ts_rank` with the
         same weights), negated so that lower is better; ties by id."""
+        if match != "all" or filters is not None or not terms:
+            raise NotSupportedOnStore("searching with filters or by some of the words")
         within, bounds = _within("/".join(scope.subtree))
         start = after if after is not None else (float("-inf"), "")
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if db.dialect == "sqlite":
-                match = " AND ".join(_fts_phrase(t) + "*" for t in terms)
+                wanted = " AND ".join(_fts_phrase(t) + "*" for t in terms)
             else:
                 query = search_query(terms)
                 if query is None:
                     return []
-                match = query
+                wanted = query
             return db.execute(
                 sql["search"].format(within=within),
-                [match, str(scope.workspace), *bounds, *start, limit],
+                [wanted, str(scope.workspace), *bounds, *start, limit],
             )
 
         return [
@@ -429,6 +439,23 @@ class SqlNoteStore:
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         return [self.read_note(scope, note_id).note for note_id in note_ids]
+
+    # Issue 14's knowledge tools: a temporary seam until this store indexes tags and links.
+
+    def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
+        raise NotSupportedOnStore("notes_tags")
+
+    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+        raise NotSupportedOnStore("notes_links")
+
+    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
+        raise NotSupportedOnStore("notes_recent")
+
+    def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
+        raise NotSupportedOnStore("finding notes with a similar title")
+
+    def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
+        raise NotSupportedOnStore("completing note ids")
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
         with self._ledger.snapshot() as db:
