@@ -214,6 +214,28 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def database_cpu(database: str) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL backend serving `database` (its process title names it)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if title.startswith("postgres: ") and f" {database} " in title:
+                found[int(entry.name)] = cpu_seconds(int(entry.name))
+        except OSError:
+            continue  # ended meanwhile
+    return found
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every process of the machine spent, all CPUs (Linux /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / _TICKS
+
+
 def percentile(sorted_values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile of already sorted values."""
     if not sorted_values:
@@ -250,12 +272,14 @@ async def run_flow(
     warmup: Iterable[BenchNote] = (),
     max_seconds: float | None = None,
     server_pids: Sequence[int] = (),
+    database: str | None = None,
 ) -> FlowStats:
     """Warm up (validating every message), then time the flow over `notes` with `workers` at once.
 
     With `server_pids`, the CPU time those processes (all their threads) spent during the
     timed part is reported per flow: unlike wall-clock throughput, it hardly moves when
-    other work shares the machine.
+    other work shares the machine. With `database`, so is the CPU of the PostgreSQL backends
+    serving it; and always the whole machine's busy CPU per flow, so the rest can be accounted for.
     """
     run = FLOWS[flow]
     mcp = McpHttp(target, connections=workers, validate=True)
@@ -288,12 +312,18 @@ async def run_flow(
                     second_rounds.append(latencies[-1] - round1)
 
         server_cpu = sum(cpu_seconds(pid) for pid in server_pids)
+        backends = database_cpu(database) if database else {}
+        busy = machine_busy_seconds()
         client_cpu = time.process_time()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(workers)))
         seconds = time.perf_counter() - started
         client_cpu = time.process_time() - client_cpu
+        busy = machine_busy_seconds() - busy
         server_cpu = sum(cpu_seconds(pid) for pid in server_pids) - server_cpu
+        if database:
+            after = database_cpu(database)
+            database_seconds = sum(cpu - backends.get(pid, 0.0) for pid, cpu in after.items())
     finally:
         await mcp.aclose()
     latencies.sort()
@@ -302,6 +332,9 @@ async def run_flow(
         extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / len(latencies), 3)
         if server_pids:
             extra["server_cpu_ms_per_flow"] = round(server_cpu * 1000 / len(latencies), 3)
+        if database:
+            extra["database_cpu_ms_per_flow"] = round(database_seconds * 1000 / len(latencies), 3)
+        extra["machine_cpu_ms_per_flow"] = round(busy * 1000 / len(latencies), 3)
     if first_rounds:  # the delete flow: how its latency splits between the two rounds
         first_rounds.sort()
         second_rounds.sort()

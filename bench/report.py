@@ -21,6 +21,8 @@ BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 DELETE_VS_BASELINE_GOAL = 1.25
 DELETE_IN_READS_GOAL = 2.3
 SCALE_GOAL = 2.0
+PG_VS_FILES_GOAL = 0.8
+TWO_INSTANCES_GOAL = 1.4
 
 
 def load(results: Path, section: str) -> dict[str, Any] | None:
@@ -123,35 +125,45 @@ def scale_md(data: dict[str, Any]) -> list[str]:
     lines = [
         f"**Scale** (notewarden over HTTP, one worker, up to {data['plan']['calls']} calls or "
         f"{data['plan']['max_seconds']:.0f} s per point; the first call of a fresh server, not timed, "
-        "builds the search index)",
+        "builds the files store's search index)",
         "",
-        "| notes | first call s | round-1 notes_delete p50 ms | p90 ms | p99 ms | calls "
-        "| notes_search p50 ms | p90 ms | p99 ms | calls |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for p in data["points"]:
-        r, s = p["round1"] or {}, p["search"] or {}
-        lines.append(
-            f"| {p['notes']:,} | {_n(r.get('extra', {}).get('warmup_seconds'), '{:.2f}')} | {_n(r.get('p50_ms'))} | {_n(r.get('p90_ms'))} | {_n(r.get('p99_ms'))} | {r.get('ok', 'n/a')} "
-            f"| {_n(s.get('p50_ms'))} | {_n(s.get('p90_ms'))} | {_n(s.get('p99_ms'))} | {s.get('ok', 'n/a')} |"
-        )
-    lines.append("")
-    for flow, label in (("round1", "round-1 notes_delete"), ("search", "notes_search")):
-        entry = data["summary"][flow]
+    stores = [("files store", data), ("PostgreSQL store", data.get("postgres"))]
+    for name, entry in stores:
         if entry is None:
-            why = (
-                "not listed by this build"
-                if all(p[flow] is None for p in data["points"])
-                else "needs two sizes"
-            )
+            continue
+        if "unavailable" in entry:
+            lines += [f"{name}: not measured: {entry['unavailable'][:300]}", ""]
+            continue
+        lines += [
+            f"| {name}: notes | first call s | round-1 notes_delete p50 ms | p90 ms | p99 ms | calls "
+            "| notes_search p50 ms | p90 ms | p99 ms | calls |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for p in entry["points"]:
+            r, s = p["round1"] or {}, p["search"] or {}
             lines.append(
-                f"- Goal: {label} at the largest size ≤ {SCALE_GOAL}× the smallest: **not measured** ({why})."
+                f"| {p['notes']:,} | {_n(r.get('extra', {}).get('warmup_seconds'), '{:.2f}')} | {_n(r.get('p50_ms'))} | {_n(r.get('p90_ms'))} | {_n(r.get('p99_ms'))} | {r.get('ok', 'n/a')} "
+                f"| {_n(s.get('p50_ms'))} | {_n(s.get('p90_ms'))} | {_n(s.get('p99_ms'))} | {s.get('ok', 'n/a')} |"
             )
-        else:
-            lines.append(
-                f"- Goal: {label} at {entry['to_notes']:,} notes ≤ {SCALE_GOAL}× {entry['from_notes']:,} notes (p50): "
-                f"**{entry['p50_ratio']:.2f}×**, {_goal(entry['p50_ratio'], SCALE_GOAL, at_least=False)}."
-            )
+        lines.append("")
+        for flow, label in (("round1", "round-1 notes_delete"), ("search", "notes_search")):
+            goal = entry["summary"][flow]
+            if goal is None:
+                why = (
+                    "not listed by this build"
+                    if all(p[flow] is None for p in entry["points"])
+                    else "needs two sizes"
+                )
+                lines.append(
+                    f"- Goal ({name}): {label} at the largest size ≤ {SCALE_GOAL}× the smallest: **not measured** ({why})."
+                )
+            else:
+                lines.append(
+                    f"- Goal ({name}): {label} at {goal['to_notes']:,} notes ≤ {SCALE_GOAL}× {goal['from_notes']:,} notes (p50): "
+                    f"**{goal['p50_ratio']:.2f}×**, {_goal(goal['p50_ratio'], SCALE_GOAL, at_least=False)}."
+                )
+        lines.append("")
     return lines
 
 
@@ -174,6 +186,15 @@ def instances_md(data: dict[str, Any]) -> list[str]:
     for store, entry in data["stores"].items():
         if "unavailable" in entry:
             lines.append(f"\n{store}: not measured: {entry['unavailable'][:300]}")
+    pg = data["stores"].get("postgres", {})
+    lines += [
+        "",
+        f"- Goal: one PostgreSQL instance ≥ {PG_VS_FILES_GOAL}× files + SQLite in the same run: "
+        f"**{_n(data.get('postgres_over_files'), '{:.2f}')}×**, "
+        f"{_goal(data.get('postgres_over_files'), PG_VS_FILES_GOAL, at_least=True)}.",
+        f"- Goal: two PostgreSQL instances ≥ {TWO_INSTANCES_GOAL}× one: **{_n(pg.get('two_over_one'), '{:.2f}')}×**, "
+        f"{_goal(pg.get('two_over_one'), TWO_INSTANCES_GOAL, at_least=True)}.",
+    ]
     return lines
 
 

@@ -11,10 +11,11 @@ comparison  notewarden vs the MCPServer and FastMCP baselines (bench/baselines/)
             data set, the same client, interleaved rounds (each round starts every server
             afresh, in a rotating order), confirmed deletes and plain reads with N workers.
 scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k notes, one
-            worker (latency, not throughput). notes_search is measured when it is listed.
+            worker (latency, not throughput), on the files store and, with a database URL,
+            on the PostgreSQL store (seeded with `notewarden import` of the same files).
 instances   confirmed deletes on one instance vs two behind a round-robin client (round 2
-            lands on the other instance), on the files store + SQLite ledger and, when the
-            build supports `[storage]`, on PostgreSQL.
+            lands on the other instance), on the files store + SQLite ledger and on the
+            PostgreSQL store (seeded with `notewarden import`).
 cost        the fixed cost of one confirmed delete without the network, on a one-note data
             set: each server's ASGI app driven in process (bench/inproc.py), CPU user and
             system, and instructions under valgrind when it is installed
@@ -49,8 +50,8 @@ from typing import Any
 
 import httpx2
 
-from bench.data import BenchNote, bench_notes
-from bench.load import FlowError, Target, run_flow, tools_of
+from bench.data import BenchNote, bench_notes, write_workspace
+from bench.load import FlowError, run_flow, tools_of
 from bench.servers import (
     BASELINES,
     Running,
@@ -58,6 +59,7 @@ from bench.servers import (
     prepare_notewarden,
     start_baseline,
     start_notewarden,
+    workspace_of,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -127,6 +129,7 @@ def measure(
     workers: int,
     warmup: Sequence[BenchNote] = (),
     max_seconds: float | None = None,
+    database: str | None = None,
 ) -> dict[str, Any]:
     """The flow's stats; a warm-up that fails is recorded (with the server's log) instead of raised."""
     try:
@@ -139,6 +142,7 @@ def measure(
                 warmup=warmup,
                 max_seconds=max_seconds,
                 server_pids=server.pids,
+                database=database,
             )
         )
     except (FlowError, httpx2.HTTPError) as exc:
@@ -336,60 +340,85 @@ def spread(size: int, count: int) -> list[BenchNote]:
     return [BenchNote((i * step) % size) for i in range(count)]
 
 
-def scale(plan: Plan, work: Path, *, server_cpus: set[int] | None) -> dict[str, Any]:
-    points = []
-    workspace_root = work / "scale"
-    for size in plan.sizes:
-        tag = f"scale{size}"
-        if (workspace_root / f"workspace-{tag}").exists():
-            shutil.rmtree(workspace_root)
-        workspace_root.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        config = prepare_notewarden(workspace_root, bench_notes(0, size), tag=tag)
-        written = round(time.perf_counter() - started, 1)
-        server = start_notewarden(config, cpus=server_cpus)
-        point: dict[str, Any] = {"notes": size, "seconds_to_write_workspace": written}
-        try:
-            listed = listed_tools(server)
-            calls = spread(size, plan.scale_calls)
-            for flow, tool in (("round1", "notes_delete"), ("search", "notes_search")):
-                point[flow] = None
-                if tool in listed:
-                    point[flow] = measure(
-                        server,
-                        flow,
-                        calls,
-                        workers=1,
-                        warmup=[BenchNote(size - 1)],
-                        max_seconds=plan.scale_seconds,
-                    )
-        finally:
-            server.stop()
-        points.append(point)
-        print(
-            f"  {size:>7} notes  "
-            + "; ".join(
-                f"{flow}: "
-                + (
-                    "n/a"
-                    if point[flow] is None or point[flow]["p50_ms"] is None
-                    else f"p50 {point[flow]['p50_ms']:.1f} ms ({point[flow]['ok']} calls)"
-                )
-                for flow in ("round1", "search")
-            ),
-            flush=True,
-        )
-        shutil.rmtree(workspace_root)
-    return {
+def scale(
+    plan: Plan, work: Path, *, server_cpus: set[int] | None, database_url: str | None = None
+) -> dict[str, Any]:
+    """The files store's points (`points`), and the PostgreSQL store's (`postgres`) when a database
+    URL is given: the same notes, the same calls."""
+    data: dict[str, Any] = {
         "plan": {
             "sizes": list(plan.sizes),
             "calls": plan.scale_calls,
             "max_seconds": plan.scale_seconds,
             "workers": 1,
         },
-        "points": points,
-        "summary": summarize_scale(points),
     }
+    for store in ("files", *(("postgres",) if database_url else ())):
+        try:
+            points = [scale_point(plan, work, size, store, server_cpus, database_url) for size in plan.sizes]
+        except StartFailed as exc:
+            data[store] = {"unavailable": str(exc)}
+            print(f"  {store}: n/a: {exc}", flush=True)
+            continue
+        entry = {"points": points, "summary": summarize_scale(points)}
+        if store == "files":
+            data.update(entry)
+        else:
+            data[store] = entry
+    if database_url:
+        drop_database(database_url)
+    return data
+
+
+def scale_point(
+    plan: Plan, work: Path, size: int, store: str, server_cpus: set[int] | None, database_url: str | None
+) -> dict[str, Any]:
+    tag = f"scale-{store}-{size}"
+    workspace_root = work / "scale"
+    if workspace_root.exists():
+        shutil.rmtree(workspace_root)
+    workspace_root.mkdir(parents=True)
+    started = time.perf_counter()
+    if store == "files":
+        config = prepare_notewarden(workspace_root, bench_notes(0, size), tag=tag)
+    else:
+        config = prepare_postgres(
+            workspace_root, bench_notes(0, size), tag=tag, database_url=database_url or ""
+        )
+    written = round(time.perf_counter() - started, 1)
+    server = start_notewarden(config, cpus=server_cpus)
+    point: dict[str, Any] = {"notes": size, "seconds_to_write_workspace": written}
+    try:
+        listed = listed_tools(server)
+        calls = spread(size, plan.scale_calls)
+        for flow, tool in (("round1", "notes_delete"), ("search", "notes_search")):
+            point[flow] = None
+            if tool in listed:
+                point[flow] = measure(
+                    server,
+                    flow,
+                    calls,
+                    workers=1,
+                    warmup=[BenchNote(size - 1)],
+                    max_seconds=plan.scale_seconds,
+                )
+    finally:
+        server.stop()
+        shutil.rmtree(workspace_root)
+    print(
+        f"  {store:<8} {size:>7} notes (written in {written} s)  "
+        + "; ".join(
+            f"{flow}: "
+            + (
+                "n/a"
+                if point[flow] is None or point[flow]["p50_ms"] is None
+                else f"p50 {point[flow]['p50_ms']:.1f} ms ({point[flow]['ok']} calls)"
+            )
+            for flow in ("round1", "search")
+        ),
+        flush=True,
+    )
+    return point
 
 
 def summarize_scale(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -432,24 +461,24 @@ def drop_database(database_url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def create_notes(target: Target, notes: Iterable[BenchNote]) -> None:
-    """Seed a database-backed store through the server's own `notes_create` tool."""
-    from bench.load import McpHttp
-
-    mcp = McpHttp(target, connections=4)
-    try:
-        for note in notes:
-            await mcp.call(
-                "notes_create",
-                {
-                    "workspaceUri": target.workspace_uri,
-                    "path": note.id,
-                    "title": note.title,
-                    "body": note.body,
-                },
-            )
-    finally:
-        await mcp.aclose()
+def prepare_postgres(work: Path, notes: Iterable[BenchNote], *, tag: str, database_url: str) -> Path:
+    """A fresh database holding `notes`, as a team gets there: `db upgrade`, then `notewarden import`
+    of the same markdown files the files store is measured on. Returns the config."""
+    storage = postgres_storage(database_url)
+    reset_database(database_url)
+    config = prepare_notewarden(work, iter(()), tag=tag, storage=storage)
+    folder = work / f"import-{tag}"
+    write_workspace(folder, iter(notes))
+    for command in (
+        ["db", "upgrade", "--config", str(config)],
+        ["import", str(folder), "--config", str(config), "--workspace", workspace_of(config),
+         "--state-dir", str(work / f"import-state-{tag}")],
+    ):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "notewarden", *command], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise StartFailed(f"notewarden {command[0]} failed: {(done.stderr or done.stdout)[-400:]}")
+    shutil.rmtree(folder)
+    return config
 
 
 def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, Any]:
@@ -471,35 +500,25 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
         results: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
         unavailable = None
         for r, count in itertools.product(range(2), (1, 2)):
-            if unavailable:
-                break
             tag = f"inst-{store}-{r}-{count}".replace("+", "")
-            if storage is not None:
-                reset_database(storage["database_url"])
-            config = prepare_notewarden(work, bench_notes(0, total), tag=tag, storage=storage)
-            if storage is not None:  # the schema is created explicitly, never by a request
-                upgrade = subprocess.run(
-                    [sys.executable, "-m", "notewarden", "db", "--config", str(config), "upgrade"],
-                    capture_output=True,
-                    text=True,
-                )
-                if upgrade.returncode != 0:
-                    unavailable = f"notewarden db upgrade failed: {(upgrade.stderr or upgrade.stdout)[-400:]}"
-                    break
             try:
+                if storage is None:
+                    config = prepare_notewarden(work, bench_notes(0, total), tag=tag)
+                else:
+                    config = prepare_postgres(
+                        work, bench_notes(0, total), tag=tag, database_url=database_url or ""
+                    )
                 server = start_notewarden(config, instances=count, name=f"notewarden x{count}")
             except StartFailed as exc:
                 unavailable = f"the server does not start with this storage: {exc}"
                 break
             try:
-                if storage is not None:
-                    if "notes_create" not in listed_tools(server):
-                        unavailable = "no notes_create tool to seed the database store with"
-                        break
-                    asyncio.run(create_notes(server.target, bench_notes(0, total)))
                 warm = list(bench_notes(plan.notes, plan.warmup))
                 deletes = list(bench_notes(plan.notes + plan.warmup, plan.instance_deletes))
-                stats = measure(server, "delete", deletes, workers=plan.workers, warmup=warm)
+                database = (database_url or "").rsplit("/", 1)[1] if storage is not None else None
+                stats = measure(
+                    server, "delete", deletes, workers=plan.workers, warmup=warm, database=database
+                )
             finally:
                 server.stop()
             results[str(count)].append(stats)
@@ -519,7 +538,19 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
                 "1": _median(s["p50_ms"] for s in results["1"]),
                 "2": _median(s["p50_ms"] for s in results["2"]),
             },
+            **{
+                key: {n: _median(s["extra"].get(key) for s in results[n]) for n in ("1", "2")}
+                for key in (
+                    "server_cpu_ms_per_flow",
+                    "database_cpu_ms_per_flow",
+                    "client_cpu_ms_per_flow",
+                    "machine_cpu_ms_per_flow",
+                )
+            },
         }
+    files, pg = out["stores"].get("files+sqlite", {}), out["stores"].get("postgres", {})
+    if files.get("one_per_second") and pg.get("one_per_second"):
+        out["postgres_over_files"] = round(pg["one_per_second"] / files["one_per_second"], 2)
     if database_url:
         drop_database(database_url)
     return out
@@ -661,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             elif section == "scale":
                 pin_self(client_cpus, unpinned)
-                data = scale(plan, work, server_cpus=server_cpus)
+                data = scale(plan, work, server_cpus=server_cpus, database_url=args.database_url or None)
             elif section == "instances":
                 pin_self(None, unpinned)
                 data = instances(plan, work / "instances", database_url=args.database_url or None)

@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.data import BenchNote, write_workspace
 from bench.load import Target
 
-__all__ = ["BENCH_TOKEN", "Running", "StartFailed", "start_baseline", "start_notewarden"]
+__all__ = ["BENCH_TOKEN", "Running", "StartFailed", "start_baseline", "start_notewarden", "workspace_of"]
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_TOKEN = "bench-token-" + "b" * 24
@@ -138,7 +138,7 @@ def start_notewarden(
     launcher: Sequence[str] = (),
 ) -> Running:
     """`instances` processes of `notewarden serve` on one config (shared state dir and key)."""
-    workspace_uri = _config_workspace(config)
+    workspace_uri = workspace_of(config)
     processes, logs, urls = [], [], []
     try:
         for i in range(instances):
@@ -207,7 +207,7 @@ def start_baseline(
     return Running(Target(kind, (f"http://127.0.0.1:{port}/mcp",), workspace_uri), [process], [log])
 
 
-def _config_workspace(config: Path) -> str:
+def workspace_of(config: Path) -> str:
     for line in config.read_text().splitlines():
         if line.startswith("uri = "):
             return line.split('"')[1]

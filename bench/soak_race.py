@@ -8,6 +8,7 @@ confirmation was consumed. Prints a table and writes JSON to bench/results/.
 
     .venv/bin/python -m bench.soak_race                    # 500 trials per backend
     .venv/bin/python -m bench.soak_race --trials 100 --backends postgres sqlite
+    .venv/bin/python -m bench.soak_race --backends postgres --notes 100000   # in a 100k-note workspace
 
 Needs the PostgreSQL service on 127.0.0.1:5432 (./scripts/services); it creates and drops
 its own database (nw_issue3_*).
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import psycopg
 from tests.pg import ADMIN_DSN, PgDatabase
-from tests.race.harness import BACKENDS, TrialRecord, deployment, run_race
+from tests.race.harness import BACKENDS, TrialRecord, deployment, run_race, seed_background
 from tests.race.senders import SenderPool
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,6 +62,9 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=500)
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument(
+        "--notes", type=int, default=0, help="other notes in the workspace besides the trials'"
+    )
     args = parser.parse_args()
 
     pg = PgDatabase()
@@ -72,15 +76,18 @@ def main() -> int:
                 tempfile.TemporaryDirectory(prefix="nw-soak-") as tmp,
                 deployment(Path(tmp), backend, pg.name) as d,
             ):
+                seed_background(d, args.notes)
                 started = time.perf_counter()
                 records = run_race(d, senders, args.trials, servers=args.servers)
-                rows.append(summarize(backend, records, time.perf_counter() - started))
+                rows.append(
+                    {**summarize(backend, records, time.perf_counter() - started), "notes": args.notes}
+                )
             print(f"{backend}: done", flush=True)
     finally:
         senders.close()
         pg.drop_all()
 
-    header = ["backend", "trials", "trials_ok", "replies_deleted", "replies_replay", "replies_other",
+    header = ["backend", "notes", "trials", "trials_ok", "replies_deleted", "replies_replay", "replies_other",
               "max_trash_copies", "race_ms_p50", "race_ms_p95", "race_ms_max", "seconds"]  # fmt: skip
     widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in header]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))

@@ -27,6 +27,7 @@ RESPONSE_DEFINITION = {
     "resources/read": "ReadResourceResultResponse",
     "prompts/list": "ListPromptsResultResponse",
     "prompts/get": "GetPromptResultResponse",
+    "completion/complete": "CompleteResultResponse",
 }
 ERROR_DEFINITION = {
     -32700: "ParseError",

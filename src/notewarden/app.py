@@ -73,14 +73,16 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "notewarden"
 INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
-    "granted to you); the URI grants nothing by itself. Find notes with notes_search, read them with "
-    "notes_read (outline, section or lines of a long note) or notes_read_many, change them with small "
-    "anchored edits (notes_edit: append, replace, a section, a front-matter key; dryRun previews) or "
-    "notes_update (pass the version you read), create with notes_create and reorganize with notes_move. "
-    "Every replaced content is kept: notes_history lists versions, notes_revert brings one back. "
-    "notes_delete, notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted "
-    "notes stay in the workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is "
-    "also a resource: its file: URI."
+    "granted to you); the URI grants nothing by itself. Find notes with notes_search (words or a question, "
+    "filters by tags and front-matter properties), read them with notes_read (outline, section or lines of "
+    "a long note) or notes_read_many, change them with small anchored edits (notes_edit: append, replace, "
+    "a section, a front-matter key; dryRun previews) or notes_update (pass the version you read), create "
+    "with notes_create and reorganize with notes_move. notes_tags, notes_links (links and backlinks) and "
+    "notes_recent show how notes connect and what changed; notes_daily opens a day's note. Every replaced "
+    "content is kept: notes_history lists versions, notes_revert brings one back. notes_delete, "
+    "notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted notes stay in the "
+    "workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a resource: "
+    "its file: URI."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -166,6 +168,7 @@ def build_server(
         on_list_resources=resources.list_resources,
         on_list_resource_templates=resources.list_templates,
         on_read_resource=resources.read_resource,
+        on_completion=resources.complete,
     )
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none

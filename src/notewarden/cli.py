@@ -8,6 +8,8 @@ notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--po
 notewarden demo                                          # the walkthrough
 notewarden db upgrade --config FILE                      # create / upgrade the database schema
 notewarden db status --config FILE                       # schema versions, row counts, expiry
+notewarden import FOLDER --config FILE --workspace URI   # a markdown folder into a SQL store
+notewarden export FOLDER --config FILE --workspace URI   # a SQL store's workspace into a new folder
 notewarden takeover DIR (--config FILE | --state-dir DIR)  # own a folder whose owner ledger is gone
 notewarden client (--stdio "CMD ..." | --url URL [--token-env VAR])   # try a server by hand
 notewarden lint-form FILE.json [--max-choices N]        # check an elicitation form
@@ -98,6 +100,29 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade", "status"])
     db.add_argument("--config", metavar="FILE", required=True, help="the TOML configuration file")
 
+    for action, helps in {
+        "import": (
+            "copy a markdown folder (notes and trash) into a SQL store's workspace",
+            "the folder to read",
+        ),
+        "export": (
+            "copy a SQL store's workspace (notes and trash) into a new folder",
+            "the folder to create",
+        ),
+    }.items():
+        transfer = sub.add_parser(action, help=helps[0], description=helps[0] + "; see docs/deployment.md")
+        transfer.add_argument("folder", metavar="FOLDER", help=helps[1])
+        transfer.add_argument(
+            "--config", metavar="FILE", required=True, help="config with [storage] notes = sqlite or postgres"
+        )
+        transfer.add_argument(
+            "--workspace", metavar="URI", required=True, help="a [[workspace]] uri of that config"
+        )
+        transfer.add_argument(
+            "--state-dir",
+            metavar="DIR",
+            help="the folder's files-store state (its trash rows); default: what `serve --workspace FOLDER` uses",
+        )
     takeover = sub.add_parser(
         "takeover", help="make this ledger the owner of a workspace folder whose owner ledger is gone"
     )
@@ -213,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.dbcommand import run_db_command
 
             return run_db_command(args.action, load_config(args.config))
+        if args.command in ("import", "export"):
+            from notewarden.transfer import run_transfer
+
+            return run_transfer(
+                args.command, load_config(args.config), args.workspace, args.folder, args.state_dir
+            )
         if args.command == "takeover":
             from notewarden.trashcommand import run_takeover
 

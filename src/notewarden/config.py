@@ -9,6 +9,10 @@ loaded; an error names the key, what was wrong and what is allowed.
 
     [[workspace]]
     uri = "file:///srv/notes/team-a"
+    [workspace.daily]                          # notes_daily (optional; these are the defaults)
+    folder = ""                                # relative to the workspace root
+    format = "YYYY-MM-DD"                      # Moment.js tokens, as Obsidian's Daily notes plugin
+    template = "Templates/Daily.md"            # a note of the workspace (default: a "# <date>" heading)
 
     [[principal]]
     id = "alice"
@@ -51,6 +55,7 @@ loaded; an error names the key, what was wrong and what is allowed.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import re
@@ -62,8 +67,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from notewarden.ledger import DURABILITY_LEVELS, Durability
+from notewarden.notes.daily import DailyNotes, format_moment
 from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
+from notewarden.scope.fsroot import PathRejected, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [
@@ -166,6 +173,7 @@ class Config:
     publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
     storage: StorageSettings = field(default_factory=StorageSettings)
     history: Retention = field(default_factory=Retention)
+    daily_notes: Mapping[FileUri, DailyNotes] = field(default_factory=dict)  # [workspace.daily]
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -223,9 +231,12 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         raise ConfigError(f"state_dir {str(state_dir)!r} must be an absolute path")
 
     workspaces: list[FileUri] = []
+    daily_notes: dict[FileUri, DailyNotes] = {}
     for i, entry in enumerate(_tables(raw, "workspace")):
-        _reject_unknown(entry, {"uri"}, f"[[workspace]] #{i + 1}")
+        _reject_unknown(entry, {"uri", "daily"}, f"[[workspace]] #{i + 1}")
         uri = _uri(_str(entry, "uri", f"[[workspace]] #{i + 1}"), f"[[workspace]] #{i + 1} uri")
+        if "daily" in entry:
+            daily_notes[uri] = _daily(entry["daily"], f"[[workspace]] #{i + 1} daily")
         if uri in workspaces:
             raise ConfigError(f"workspace {uri} is listed twice")
         for other in workspaces:
@@ -325,7 +336,35 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         publish=publish,
         storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
         history=_history(_table(raw, "history")) if "history" in raw else Retention(),
+        daily_notes=daily_notes,
     )
+
+
+def _daily(table: Any, where: str) -> DailyNotes:
+    """`[workspace.daily]`: paths are checked now, so notes_daily never builds an invalid one."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table with folder, format and template")
+    _reject_unknown(table, {"folder", "format", "template"}, where)
+    defaults = DailyNotes()
+    for key in table:
+        if not isinstance(table[key], str):
+            raise ConfigError(f"{key} in {where} must be a string")
+    settings = DailyNotes(
+        folder=table.get("folder", defaults.folder).strip("/"),
+        format=table.get("format", defaults.format),
+        template=table.get("template") or None,
+    )
+    sample = datetime.datetime(2026, 12, 31, 23, 59, 58)
+    try:
+        for path in (settings.note_id(sample.date()), settings.template or "x.md"):
+            if any(part.startswith(".") for part in split_relative(path)):
+                raise PathRejected(f"{path!r} is hidden: a name starting with '.' is never a note")
+    except PathRejected as exc:
+        raise ConfigError(
+            f"{where} makes paths that are not note paths inside the workspace ({exc}); e.g. format "
+            f"{settings.format!r} gives {format_moment(settings.format, sample)!r}"
+        ) from None
+    return settings
 
 
 _SIGNING_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384"})

@@ -7,6 +7,8 @@
 | `postgres`        | `postgres`           | `notes` rows in PostgreSQL           | a `notes_trash` row         |
 
 Every store also keeps its notes' version history in the `note_history` table (`notes.history`).
+With the PostgreSQL ledger, notes_publish's pending links and sealed credentials live there too
+(`publish.ledger_connections`), so every instance sees a link completed on another.
 
 Schema changes: the SQLite file is created and upgraded by whichever process opens it
 (the embedded default works with one command); PostgreSQL only by `notewarden db upgrade`,
@@ -30,11 +32,20 @@ from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
+from notewarden.publish.ledger_connections import PUBLISH_SCHEMA
 
 if TYPE_CHECKING:
     from notewarden.ledger.postgres import PostgresLedger
 
-__all__ = ["STORE_SCHEMAS", "open_ledger", "open_store", "schema_status", "sqlite_path", "upgrade_schema"]
+__all__ = [
+    "STORE_SCHEMAS",
+    "open_ledger",
+    "open_store",
+    "schema_components",
+    "schema_status",
+    "sqlite_path",
+    "upgrade_schema",
+]
 
 STORE_SCHEMAS: Mapping[str, tuple[SchemaComponent, ...]] = {
     "files": (FILES_STORE_SCHEMA, HISTORY_SCHEMA),
@@ -47,9 +58,15 @@ def sqlite_path(config: Config) -> Path:
     return config.state_dir / "notewarden.sqlite3"
 
 
+def schema_components(config: Config) -> list[SchemaComponent]:
+    """What the configured database holds besides the ledger."""
+    settings = config.storage
+    return [*STORE_SCHEMAS[settings.notes], *([PUBLISH_SCHEMA] if settings.ledger == "postgres" else [])]
+
+
 def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     settings = config.storage
-    components = list(STORE_SCHEMAS[settings.notes])
+    components = schema_components(config)
     if settings.ledger == "sqlite":
         return SqliteLedger(
             sqlite_path(config),
@@ -83,7 +100,7 @@ def open_store(config: Config, ledger: Ledger) -> NoteStore:
 
 def upgrade_schema(config: Config) -> dict[str, int]:
     """Bring the configured database to the latest schema; steps applied per component."""
-    components = [LEDGER_SCHEMA, *STORE_SCHEMAS[config.storage.notes]]
+    components = [LEDGER_SCHEMA, *schema_components(config)]
     if config.storage.ledger == "sqlite":
         config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         with closing(sqlite3.connect(sqlite_path(config), isolation_level=None)) as conn:
@@ -123,7 +140,7 @@ def _read_only(config: Config) -> Iterator[tuple[str, dict[str, int], SqlSession
 def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, list[tuple[str, str]]]:
     """(up to date?, lines of `notewarden db status`): where, schema versions, row counts, expiry."""
     now = time.time() if now is None else now
-    components = [LEDGER_SCHEMA, *STORE_SCHEMAS[config.storage.notes]]
+    components = [LEDGER_SCHEMA, *schema_components(config)]
     with _read_only(config) as (where, versions, db):
         lines = [("database", f"{where}; notes: {config.storage.notes}")]
         for component in components:

@@ -40,10 +40,19 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     scale = json.loads((results / "perf-scale.json").read_text())
     assert [p["notes"] for p in scale["points"]] == [30, 60]
     assert all(p["round1"]["ok"] == 3 and p["round1"]["errors"] == 0 for p in scale["points"])
+    postgres_points = scale["postgres"]["points"]  # seeded with `notewarden import`
+    assert [p["notes"] for p in postgres_points] == [30, 60]
+    assert all(
+        p[flow]["ok"] == 3 and p[flow]["errors"] == 0
+        for p in postgres_points
+        for flow in ("round1", "search")
+    )
     instances = json.loads((results / "perf-instances.json").read_text())
     files = instances["stores"]["files+sqlite"]
     assert all(run["errors"] == 0 and run["ok"] == 6 for runs in files["runs"].values() for run in runs)
-    assert "postgres" in instances["stores"]  # measured, or said why not
+    postgres = instances["stores"]["postgres"]
+    assert all(run["errors"] == 0 and run["ok"] == 6 for runs in postgres["runs"].values() for run in runs)
+    assert instances["postgres_over_files"] > 0
     cost = json.loads((results / "perf-cost.json").read_text())
     assert set(cost["servers"]) == {"notewarden", "mcpserver", "fastmcp"}
     assert all(entry["user_ms"] is not None for entry in cost["servers"].values())

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from bench.data import bench_notes, write_workspace
 
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
@@ -74,6 +75,7 @@ class StorageDeployment:
     keys: str = field(default_factory=lambda: secrets.token_hex(32))
     servers: list[HttpServer] = field(default_factory=list)
     granted: bool = True
+    extra_config: str = ""  # TOML tables appended to every instance's config
     own_state_dirs: set[str] = field(default_factory=set)
     """Instances given a state dir of their own (`state-<instance>`), e.g. a second server on the folder."""
     own_ledgers: dict[str, str] = field(default_factory=dict)
@@ -124,7 +126,7 @@ class StorageDeployment:
                 f'[[workspace]]\nuri = "{self.workspace_uri}"\n'
                 f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\n'
                 f'token_sha256 = ["{sha256(self.token)}"]\n'
-                "[limits]\ndestructive_per_minute = 100000\n" + storage
+                "[limits]\ndestructive_per_minute = 100000\n" + storage + self.extra_config
             )
             stamp = time.time() + len(existing) + getattr(self, "_bump", 0)
             self._bump = getattr(self, "_bump", 0) + 1
@@ -307,6 +309,21 @@ class TrialRecord:
             and self.trash_rows == 1
             and self.claims_added == 1
         )
+
+
+def seed_background(d: StorageDeployment, count: int) -> None:
+    """`count` other notes in the workspace (bench/soak_race.py --notes): one transaction on a SQL
+    store, files on the files store."""
+    if not count:
+        return
+    if d.notes_kind == "files":
+        write_workspace(d.workspace_dir, bench_notes(0, count))
+        return
+    store = SqlNoteStore(d.ledger())
+    rows = [(note.id, note.markdown, time.time_ns()) for note in bench_notes(0, count)]
+    with d.ledger().critical_section() as txn:
+        store.add_rows(txn, d.workspace_uri, rows)
+    store.settle_after_bulk_write()
 
 
 def seed_race_notes(d: StorageDeployment, trials: int) -> None:

@@ -24,6 +24,7 @@ from notewarden.sealing import key_id
 from tests.pg import PgDatabase
 from tests.race.harness import StorageDeployment, deployment
 from tests.race.senders import classify
+from tests.wire.publishing import RecordingTarget, visit_connect_page
 
 NOTE = "reports/shared.md"
 
@@ -57,7 +58,7 @@ def test_round1_on_a_retry_on_b_replay_on_c(tmp_path: Path, pg: PgDatabase, back
         local = {p.name.split(".sqlite3")[0] for i in "abc" for p in d.state_dir(i).iterdir()}
         assert "notewarden" not in local, "no local ledger: confirmations live in PostgreSQL only"
         if backend == "postgres":
-            assert local <= {"publish"}, f"nothing but notes_publish's pending links: {local}"
+            assert local == set(), f"nothing kept per instance, not even notes_publish's links: {local}"
         else:  # one database, one ledger: every instance owns the folder's trash
             rules = {(line["rule"], line["owner_ledger"]) for line in log_events(d, "trash_owner")}
             assert rules == {("owner", d.trash_owner()["ledger"])}
@@ -106,3 +107,41 @@ def test_an_instance_with_a_locally_created_key_is_named_and_warned_about(
         assert "NOTEWARDEN_SEALING_KEYS" in warning["msg"]
         [unknown] = log_events(d, "unknown_sealing_key")
         assert unknown["token_key_id"] == local_id
+
+
+def test_a_publish_link_completed_on_one_instance_is_seen_by_another(tmp_path: Path, pg: PgDatabase) -> None:
+    """notes_publish's pending links and credentials live in PostgreSQL (publish.ledger_connections)."""
+    target = RecordingTarget().start()
+    try:
+        with deployment(tmp_path, "postgres", pg.name) as d:
+            d.extra_config = f'[[publish.target]]\nid = "blog"\ntitle = "Team blog"\nurl = "{target.url}"\nauth = "bearer"\n'
+            d.add_note(NOTE, BODY)
+            a, b = d.start("a"), d.start("b")
+            on_a = d.client(a)
+            arguments = {"workspaceUri": d.workspace_uri, "noteId": NOTE, "target": "blog"}
+            first = on_a.call("notes_publish", arguments, capabilities={"elicitation": {"url": {}}}).result
+            link = first["inputRequests"]["publish_connect"]["params"]["url"]
+            assert link.startswith(a.url.removesuffix("/mcp"))
+            on_b_link = link.replace(a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp"))
+            visit = visit_connect_page(on_b_link, token=d.token, credential="blog-credential-" + "y" * 12)
+            assert visit.completion == "completed", visit.texts
+            done = on_a.call(
+                "notes_publish",
+                arguments,
+                capabilities={"elicitation": {"url": {}}},
+                inputResponses={"publish_connect": {"action": "accept"}},
+                requestState=first["requestState"],
+            ).result
+            assert done["structuredContent"]["outcome"] == "published", done
+            assert [r.body["noteId"] for r in target.received] == [NOTE]
+            assert target.received[0].headers["authorization"] == "Bearer blog-credential-" + "y" * 12
+            again = (
+                d.client(b).call("notes_publish", arguments, capabilities={"elicitation": {"url": {}}}).result
+            )
+            assert again["structuredContent"]["outcome"] == "published", (
+                "B holds the credential A's link stored"
+            )
+            stored = d.sql("SELECT count(*) FROM publish_credentials WHERE principal = ?", (d.principal,))
+            assert stored == [(1,)]
+    finally:
+        target.stop()

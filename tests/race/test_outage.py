@@ -154,3 +154,66 @@ def test_connection_lost_between_the_move_and_commit(
         assert d.note_body(NOTE) is None
         assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1 and d.claims() == claims + 1
         assert SECRET_PASSWORD not in d.logs()
+
+
+def terminate_backends(pg: PgDatabase) -> int:
+    """What a database restart or an administrator does to every session of notewarden."""
+    with pg.connect() as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND application_name = 'notewarden'",
+            (pg.name,),
+        ).fetchall()
+    return len(rows)
+
+
+def notewarden_sessions(pg: PgDatabase) -> int:
+    with pg.connect() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name = 'notewarden'",
+            (pg.name,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])  # type: ignore[call-overload]
+
+
+def test_terminated_sessions_fail_one_call_and_the_next_recovers(tmp_path: Path, pg: PgDatabase) -> None:
+    """pg_terminate_backend on the real server: the delete in flight is `temporarily_unavailable`
+    (nothing consumed), the retry on the same process completes; the pool never exceeds
+    `[storage] pool_size` connections."""
+    with deployment(tmp_path, "postgres", pg.name) as d:
+        d.extra_config = "pool_size = 2\n"  # the last table written is [storage]
+        d.add_note(NOTE, BODY)
+        d.close()  # the test's own connections: only the server's remain
+        pause = d.state_dir("a") / "paused"
+        server = d.start(**{PAUSE_AT_ENV: "after_claim", PAUSE_FILE_ENV: str(pause)})
+        client = d.client(server)
+        first = d.round1(client, "outage report")
+        claims = d.claims()
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(d.round2, d.client(server), first, NOTE)
+            wait_for(pause.exists)
+            assert terminate_backends(pg) >= 1
+            pause.unlink()
+            failed = pending.result(timeout=60)
+        assert code(failed) == "temporarily_unavailable", failed
+        assert_untouched(d, claims)
+        assert classify(d.round2(client, first, NOTE), NOTE) == "deleted", "the next call, no restart"
+
+        terminate_backends(pg)  # idle pooled sessions die too: at most one call finds out
+        arguments = {"workspaceUri": d.workspace_uri}
+        assert code(client.call("notes_list", arguments).result) in (None, "temporarily_unavailable")
+        listing = client.call("notes_list", arguments).result
+        assert code(listing) is None and listing["structuredContent"]["notes"] == []
+
+        with ThreadPoolExecutor(8) as pool:
+            calls = [
+                pool.submit(
+                    d.client(server).call, "notes_search", {"workspaceUri": d.workspace_uri, "query": "x"}
+                )
+                for _ in range(32)
+            ]
+            peak = max(notewarden_sessions(pg) for _ in range(20))
+            assert all(code(c.result(timeout=60).result) is None for c in calls)
+        assert 1 <= peak <= 2, f"{peak} sessions with pool_size = 2"
+        assert SECRET_PASSWORD not in d.logs()

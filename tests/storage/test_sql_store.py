@@ -11,6 +11,7 @@ import pytest
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
+from notewarden.ledger.schema import SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import Note, content_version, match_words, matched_name
@@ -242,7 +243,8 @@ def test_publish_reads_the_note_through_the_store(ledger: Ledger, workspace: Fil
 def test_candidates_match_title_file_name_or_alias_as_in_the_files_store(
     ledger: Ledger, workspace: FileUri
 ) -> None:
-    """`model.matched_name` is the rule of every store (the files store's: tests/wire/test_vault_titles.py)."""
+    """`model.matched_name` is the rule of every store (the files store's: tests/wire/test_vault_titles.py),
+    and the notes come back with their aliases, so the form can say which name matched."""
     store = SqlNoteStore(ledger)
     notes = {
         "sync/Headless Sync.md": b"Set up with:\n\n```\n# Login\n```\n",
@@ -267,3 +269,136 @@ def test_candidates_match_title_file_name_or_alias_as_in_the_files_store(
     assert found("pets") == [("pets.md", "title")]
     assert found("other") == [("other.md", "file name")]
     assert found("dog canine") == [], "each name is matched alone"
+
+
+def test_a_title_query_matches_the_title_the_file_stem_or_an_alias_each_whole(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    """notes.derived Rules 2-3: every word inside one key; short words through the grams."""
+    store, everywhere = SqlNoteStore(ledger), scope(workspace)
+    store.create_note(
+        everywhere,
+        "meetings/2024-Q3 planning.md",
+        b"---\naliases: [Quarterly kickoff, 'Sync \"big\" 100%_done']\n---\n# Roadmap review\n",
+    )
+    store.create_note(everywhere, "other/Q3.md", b"# Q3 budget\n")
+    store.create_note(everywhere, "other/q.md", b"# unrelated\n")
+
+    def titled(*words: str) -> list[str]:
+        return [n.id for n in store.find_titled(everywhere, list(words))]
+
+    assert titled("roadmap", "review") == ["meetings/2024-Q3 planning.md"], "by title"
+    assert titled("q3", "planning") == ["meetings/2024-Q3 planning.md"], "by file stem"
+    assert titled("KICKOFF", "quarterly") == ["meetings/2024-Q3 planning.md"], "by alias, any case"
+    assert titled('"big"', "100%_done") == ["meetings/2024-Q3 planning.md"], "quotes, LIKE wildcards"
+    assert titled("roadmap", "kickoff") == [], "words of two different keys do not make a match"
+    assert titled("100_done") == [], "'_' is not a wildcard"
+    assert titled("q3") == ["meetings/2024-Q3 planning.md", "other/Q3.md"], "two-character words"
+    assert titled("q") == ["meetings/2024-Q3 planning.md", "other/Q3.md", "other/q.md"]
+    assert titled("q3", "bu") == ["other/Q3.md"]
+    assert [n.title for n in store.find_titled(everywhere, ["kickoff"])] == ["Roadmap review"]
+    assert [n.id for n in store.find_titled(scope(workspace, "other"), ["q3"])] == ["other/Q3.md"]
+
+
+def test_search_words_are_word_prefixes_of_title_path_and_body_ranked_title_first(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    store, everywhere = SqlNoteStore(ledger), scope(workspace)
+    store.create_note(everywhere, "a/body.md", b"# One\n\nthe budget of the caf\xc3\xa9\n")
+    store.create_note(everywhere, "a/budget-path.md", b"# Two\n\nnothing here\n")
+    store.create_note(everywhere, "a/title.md", b"# Budget\n\nnothing here\n")
+    store.create_note(everywhere, "b/other.md", b"# Other\n\nbudget budget\n")
+
+    def found(*terms: str, within: WorkspaceScope = everywhere) -> list[str]:
+        return [h.note.id for h in store.search(within, list(terms), after=None, limit=10)]
+
+    assert found("budget")[:1] == ["a/title.md"], "a title match ranks first"
+    assert set(found("budg")) == {"a/body.md", "a/budget-path.md", "a/title.md", "b/other.md"}
+    assert found("cafe") == ["a/body.md"] and found("CAFÉ".casefold()) == ["a/body.md"], "diacritics"
+    assert found("path") == ["a/budget-path.md"], "words of the path"
+    assert found("udget") == [], "a term starts a word"
+    assert found("budget", within=scope(workspace, "b")) == ["b/other.md"]
+    hits = store.search(everywhere, ["budget"], after=None, limit=2)
+    rest = store.search(everywhere, ["budget"], after=hits[-1].position, limit=10)
+    assert [h.note.id for h in hits + rest] == found("budget") and len(hits + rest) == 4
+    (body_hit,) = store.search(everywhere, ["caf"], after=None, limit=5)
+    assert "budget of the" in body_hit.snippet
+
+
+def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    """Rule 3 of notes.sql: an importer writes `notes` directly, without the derived columns."""
+    store, everywhere = SqlNoteStore(ledger), scope(workspace)
+    store.create_note(everywhere, "kept.md", b"# Kept\n\nalpha\n")
+    sql(
+        ledger,
+        "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
+        str(workspace),
+        "imported.md",
+        "# Imported zebra\n\nwords of the importer: quokka\n",
+        time.time_ns(),
+    )
+    assert [(n.id, n.title) for n in store.list_notes(everywhere)] == [
+        ("imported.md", "Imported zebra"),
+        ("kept.md", "Kept"),
+    ]
+    sql(
+        ledger,
+        "UPDATE notes SET body = ? WHERE workspace = ? AND path = ?",
+        "# Renamed wombat\n\nnew words: platypus\n",
+        str(workspace),
+        "imported.md",
+    )
+    assert [n.id for n in store.find_titled(everywhere, ["wombat"])] == ["imported.md"]
+    assert store.find_titled(everywhere, ["zebra"]) == [], "never found by its old title"
+    assert [h.note.id for h in store.search(everywhere, ["platypus"], after=None, limit=5)] == ["imported.md"]
+    assert store.search(everywhere, ["quokka"], after=None, limit=5) == []
+    (renamed,) = store.find_titled(everywhere, ["wombat"])
+    with ledger.critical_section() as txn:
+        store.move_to_trash(txn, everywhere, candidate(renamed), principal="alice", confirmation_id="c")
+    assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
+
+
+def test_a_seed_schema_database_upgraded_in_place_keeps_every_note_findable(
+    tmp_path: Path, pg: PgDatabase, workspace: FileUri
+) -> None:
+    """Schema step 2 on a database written by step 1: its rows are derived on the first query."""
+    seed = SchemaComponent(
+        SQL_STORE_SCHEMA.name,
+        SQL_STORE_SCHEMA.tables,
+        SQL_STORE_SCHEMA.sqlite[:1],
+        SQL_STORE_SCHEMA.postgres[:1],
+    )
+    for dialect in ("sqlite", "postgres"):
+        if dialect == "sqlite":
+            old: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[seed])
+        else:
+            url = pg.url.rsplit("/", 1)[0] + "/" + pg.create()
+            upgrader = PostgresLedger(url, components=[seed], check_schema=False)
+            upgrader.upgrade()
+            upgrader.close()
+            old = PostgresLedger(url, components=[seed])
+        for i in range(3):
+            sql(
+                old,
+                "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
+                str(workspace),
+                f"old/n{i}.md",
+                f"# Old note {i}\n\nwritten before search moved into the database\n",
+                time.time_ns(),
+            )
+        old.close()
+        if dialect == "sqlite":
+            new: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[SQL_STORE_SCHEMA])
+        else:
+            upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA], check_schema=False)
+            assert upgrader.upgrade()["sql_store"] == 1
+            upgrader.close()
+            new = PostgresLedger(url, components=[SQL_STORE_SCHEMA])
+        store = SqlNoteStore(new)
+        everywhere = scope(workspace)
+        assert [n.id for n in store.find_titled(everywhere, ["old", "note", "1"])] == ["old/n1.md"], dialect
+        assert len(store.search(everywhere, ["moved", "databa"], after=None, limit=10)) == 3, dialect
+        assert [n.title for n in store.list_notes(everywhere)] == [f"Old note {i}" for i in range(3)]
+        new.close()

@@ -140,7 +140,9 @@ def test_a_stalled_publish_target_holds_no_lock(
     args = {"workspaceUri": deployment.notes_uri, "noteId": "todo.md", "target": "blog"}
     first = alice.call("notes_publish", args, capabilities=URL_MODE).result
     link = first["inputRequests"]["publish_connect"]["params"]["url"]
-    connections = Connections(deployment.state / "publish.sqlite3", load_or_create_keys(deployment.state).keys)
+    connections = Connections(
+        deployment.state / "publish.sqlite3", load_or_create_keys(deployment.state).keys
+    )
     try:  # what the connect page does when the person submits the credential (tests/wire/test_publish.py)
         assert (
             connections.complete(link.rsplit("/", 1)[1], "alice", "blog-credential") is Completion.COMPLETED

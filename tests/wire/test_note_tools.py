@@ -10,6 +10,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
+from notewarden.tools.resources import ANY_WORKSPACE_TEMPLATE
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -33,6 +34,10 @@ ALL_TOOLS = {
     "notes_trash_list",
     "notes_trash_empty",
     "notes_publish",
+    "notes_tags",
+    "notes_links",
+    "notes_recent",
+    "notes_daily",
 }
 
 
@@ -74,6 +79,9 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
         "notes_read_many",
         "notes_history",
         "notes_trash_list",
+        "notes_tags",
+        "notes_links",
+        "notes_recent",
     }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
     assert destructive == {
@@ -91,7 +99,10 @@ async def test_search_read_update_with_optimistic_concurrency(transport: str, de
     async with sdk_client(transport, deployment) as client:
         found = await call(client, "notes_search", {"workspaceUri": ws, "query": "tps cover"})
         hits = found.structured_content["results"]
-        assert {h["id"] for h in hits} == {"reports/tps-2019.md", "drafts/tps-report-draft.md"}
+        every = [h["id"] for h in hits if h["allWords"]]
+        assert set(every) == {"reports/tps-2019.md", "drafts/tps-report-draft.md"}
+        assert [h["allWords"] for h in hits] == sorted((h["allWords"] for h in hits), reverse=True)
+        assert found.structured_content["mode"] == "any_words"  # two had both words: the rest have one
         assert all(h["uri"] == f"{ws}/{h['id']}" and "**" in h["snippet"] for h in hits)
 
         read = await call(client, "notes_read", {"workspaceUri": ws, "noteId": "reports/tps-2019.md"})
@@ -311,7 +322,10 @@ async def test_notes_are_resources(transport: str, deployment: Deployment) -> No
         )
         assert uris == [f"{ws}/{f}" for f in files]
         templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates.resource_templates] == [ws + "/{+noteId}"]
+        assert [t.uri_template for t in templates.resource_templates] == [
+            ws + "/{+noteId}",
+            ANY_WORKSPACE_TEMPLATE,
+        ]
         read = await client.read_resource(f"{ws}/reports/tps-2026-q3.md")
         assert read.cache_scope == "private"
         assert read.contents[0].text == (deployment.notes / "reports/tps-2026-q3.md").read_text()

@@ -214,7 +214,8 @@ class Ledger(Protocol):
         ...
 
     def snapshot(self) -> AbstractContextManager[SqlSession]:
-        """A read-only transaction, for stores that read their rows from the ledger's database."""
+        """A read-only session, for stores that read their rows from the ledger's database (SQLite:
+        one transaction; PostgreSQL: each statement sees what is committed when it runs)."""
         ...
 
     def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:

@@ -14,8 +14,11 @@ workspace can be between its rename and its COMMIT. The lock is released by COMM
 ROLLBACK, and by the server when a killed instance's connection drops.
 
 Failure handling:
-* Connections come from a `psycopg_pool` pool, checked before each use; a lost one is
-  replaced in the background and the pool grows back when the database returns.
+* Connections come from a `psycopg_pool` pool of at most `[storage] pool_size`. A connection
+  is not checked before each use (that would cost a round trip per transaction): the call that
+  finds its connection lost answers `LedgerUnavailable`, the pool replaces that connection and
+  checks every idle one, so the next call gets a live connection without a restart
+  (tests/race/test_outage.py, with `pg_terminate_backend`).
 * Anything that stops a statement (no connection within the timeout, a dropped connection,
   `statement_timeout`, `lock_timeout`) raises `LedgerUnavailable`: the transaction rolled
   back, undo steps ran, nothing was changed, and the tool says to retry.
@@ -26,9 +29,10 @@ Failure handling:
   inside its critical section, so it cannot hold a workspace lock forever.
 
 The connection string is never logged; messages name only host, port, database and user.
-Its `options` (for example `-csearch_path=notes,public`) are kept: notewarden appends its own three
-settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`, from `[storage]`),
-which therefore win over the same settings given there (`session_options`).
+Its `options` (for example `-csearch_path=notes,public`) are kept: notewarden appends its own
+settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout` from
+`[storage]`, and `plan_cache_mode`), which therefore win over the same settings given there
+(`session_options`).
 """
 
 from __future__ import annotations
@@ -92,11 +96,15 @@ def workspace_lock_key(workspace: str) -> int:
 
 
 def session_options(dsn: str, statement_timeout: float) -> str:
-    """The connection's `options`: the URL's own, then notewarden's (a later `-c` wins)."""
+    """The connection's `options`: the URL's own, then notewarden's (a later `-c` wins).
+
+    plan_cache_mode: psycopg prepares a statement run 5 times, and PostgreSQL may then plan it once
+    for any parameters; a full-text or trigram query planned without its words can pick a scan of
+    every note (tests/storage/test_sql_plans.py)."""
     timeout_ms = int(statement_timeout * 1000)
     ours = (
         f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
-        f"-c idle_in_transaction_session_timeout={2 * timeout_ms}"
+        f"-c idle_in_transaction_session_timeout={2 * timeout_ms} -c plan_cache_mode=force_custom_plan"
     )
     theirs = conninfo_to_dict(dsn).get("options")
     return f"{theirs} {ours}" if theirs else ours
@@ -247,7 +255,6 @@ class PostgresLedger:
             name="notewarden",
             timeout=connect_timeout,
             reconnect_timeout=max(10.0, 2 * connect_timeout),
-            check=ConnectionPool.check_connection,
             kwargs={
                 "connect_timeout": max(1, round(connect_timeout)),
                 "application_name": "notewarden",
@@ -309,7 +316,13 @@ class PostgresLedger:
         try:
             yield conn
         finally:
+            lost = conn.broken
             self._pool.putconn(conn)
+            if lost:  # the server went away or ended the session: the idle ones are likely gone too
+                logger.warning(
+                    "database connection lost; checking the others", extra={"database": self.where}
+                )
+                self._pool.check()
 
     @staticmethod
     def _rollback(conn: psycopg.Connection[Any]) -> None:
@@ -344,11 +357,15 @@ class PostgresLedger:
 
     @contextmanager
     def snapshot(self) -> Iterator[PostgresSession]:
+        """Reads in autocommit: each statement sees what is committed when it runs, and no BEGIN or
+        ROLLBACK costs a round trip (a store re-checks what it reads: notes.sql Rule 3)."""
         with self._connection("read") as conn:
+            conn.autocommit = True
             try:
                 yield PostgresSession(conn)
             finally:
-                self._rollback(conn)
+                with contextlib.suppress(psycopg.Error):  # a lost connection: the pool discards it
+                    conn.autocommit = False
 
     def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
         with self._connection("read") as conn:

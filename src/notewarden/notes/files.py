@@ -69,12 +69,17 @@ from notewarden.notes.ownership import (
 )
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
+    NoteChange,
     NoteContent,
+    NoteFilter,
+    NoteLinks,
     ProgressSink,
     Rewrite,
     Rewritten,
     SearchHit,
+    SearchMatch,
     SkippedEntry,
+    TagCount,
     TrashedNote,
     VersionConflict,
 )
@@ -235,9 +240,38 @@ class FilesNoteStore:
         after: tuple[float, str] | None,
         limit: int,
         progress: ProgressSink | None = None,
+        match: SearchMatch = "all",
+        filters: NoteFilter | None = None,
     ) -> list[SearchHit]:
-        rows = self.index.search(*self._key(scope), terms, after=after, limit=limit, progress=progress)
+        rows = self.index.search(
+            *self._key(scope),
+            terms,
+            after=after,
+            limit=limit,
+            progress=progress,
+            match=match,
+            filters=filters,
+        )
         return [SearchHit(_note(r), r.snippet, (r.score, r.id)) for r in rows]
+
+    def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
+        return self.index.tags(*self._key(scope), prefix=prefix, after=after, limit=limit)
+
+    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+        scope.root.stat_note(_inside(scope, note_id))  # the precise error for what is not a note
+        found = self.index.note_links(*self._key(scope), note_id, limit=limit)
+        if found is None:
+            raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
+        return found
+
+    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
+        return self.index.recent(*self._key(scope), since_ns=since_ns or 0, limit=limit)
+
+    def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
+        return [_note(r) for r in self.index.similar(*self._key(scope), title)]
+
+    def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
+        return self.index.complete(*self._key(scope), prefix, limit=limit)
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         notes = []

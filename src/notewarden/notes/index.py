@@ -36,13 +36,6 @@ left to itself SQLite may scan every note of the workspace and probe the FTS per
 Rule 6: one lock serializes a process's use of the index; several processes share the database
 file (WAL, `BEGIN IMMEDIATE` for writes, batches of `BATCH` files per transaction).
 
-Rule 8: what a query matches on is stored, so a lookup stays O(changes): a note's title and
-aliases (`model.extract_names`) in `notes`, and in the trigram table both its title and its other
-names (file stem and aliases) for `titled` (the candidate rule, `model.matched_name`). Entries a
-listing skipped on purpose (a symbolic link, another filesystem) are kept per directory in
-`skipped`, so `notes_list` can say what it left out and why without listing anything again.
-Version 3 of the schema added both; it empties the index (a cache: Rule 1) to rebuild it.
-
 Rule 7: a note that goes (deleted, moved, trashed) leaves the `notes` table at once, which every
 query joins, so it is never found again; its rows in the two full-text tables are only listed in
 `fts_stale` and removed `STALE_BATCH` at a time, in one transaction. An FTS5 delete rewrites
@@ -50,18 +43,44 @@ several pages of each full-text table (a new segment, the structure record, the 
 in a batch those writes are shared. Until a batch is purged, bm25 counts the stale rows among the
 documents. A rowid that `notes` hands out again is re-indexed like any update (its full-text rows
 replaced), and the purge skips a rowid that is live again.
+
+Rule 8 (what notes know; `markdown.parse_note`): each note's properties (JSON), tags, aliases and
+links are kept beside it, replaced whenever the note is re-read (headings are not: `note_links`
+reads a target's headings when it shows an anchor, so a build can skip the block parse). A
+link row stores its target as resolved now (`links` Rule 1) and its name key (the fold of its
+path's last component, without the note suffix). A note can only be found through a link whose
+name key is the note's name or one of its aliases, so when a note appears, goes, moves or changes
+its aliases, exactly the links with those name keys are resolved again, in the same write
+transaction (`_resolve_dirty`): nothing else is re-read or re-parsed.
+
+Rule 9 (what changed; `recent`): each note row carries its latest change (created, modified,
+moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
+in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note that went (a
+rename seen as a delete and a create: a pass handles the names that are gone before the others)
+is a move. The first build of a workspace records no changes: its notes count as modified at
+their mtime.
+
+Rule 10 (names and skips, issue 12): a note is a delete candidate when its title, its file stem
+or one of its aliases contains every word (`model.matched_name`), so the trigram table holds the
+title and the other names (stem and aliases) of each note: a lookup stays O(changes). Entries a
+listing skipped on purpose (a symbolic link, another filesystem) are kept per directory in
+`skipped`, so `notes_list` can say what it left out and why without listing anything again.
+Schema step 4 added both; it empties the index (a cache: Rule 1), and the next call rebuilds it
+as a first build.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -69,8 +88,19 @@ from typing import Any
 import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.model import TITLE_SCAN_BYTES, extract_names, matched_name, note_stem
-from notewarden.notes.store import ProgressSink
+from notewarden.notes.links import anchor_found, name_key, note_key, resolve_path
+from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
+from notewarden.notes.model import Note, matched_name, note_stem
+from notewarden.notes.store import (
+    LinkView,
+    NoteChange,
+    NoteFilter,
+    NoteLinks,
+    ProgressSink,
+    PropertyTest,
+    SearchMatch,
+    TagCount,
+)
 from notewarden.scope.fsroot import (
     NOTE_SUFFIXES,
     DirListing,
@@ -88,7 +118,13 @@ __all__ = ["INDEX_BODY_BYTES", "IndexedNote", "NoteIndex"]
 logger = logging.getLogger(__name__)
 
 INDEX_BODY_BYTES = 1024 * 1024
-"""Only the first MiB of a note is searchable; its title lives in the first 64 KiB anyway."""
+"""Only the first MiB of a note is searchable and parsed for links and tags."""
+CONTEXT_CHARS = 240
+"""A link's line of context is cut to this many characters."""
+MOVE_WINDOW_NS = 60_000_000_000
+"""A note appearing with the inode of one that went this recently was moved (Rule 9)."""
+GONE_KEPT_NS = 90 * 86_400 * 1_000_000_000
+"""How long a note that went is remembered (Rule 9); forgotten at a process's first call after."""
 RACY_WINDOW_NS = 2_000_000_000
 BATCH = 500
 STALE_BATCH = 64
@@ -117,16 +153,72 @@ INDEX_MIGRATIONS: Sequence[str] = (
     """
     CREATE TABLE fts_stale (rowid INTEGER PRIMARY KEY)
     """,
+    # Rules 8 and 9; porter stemming. Every note is read again: the index is a cache.
+    """
+    DELETE FROM notes;
+    DELETE FROM dirs;
+    DELETE FROM fts_stale;
+    DELETE FROM notes_titles;
+    DROP TABLE notes_text;
+    CREATE VIRTUAL TABLE notes_text USING fts5(
+        title, path, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    ALTER TABLE notes ADD COLUMN path_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE notes ADD COLUMN name_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE notes ADD COLUMN properties TEXT;
+    ALTER TABLE notes ADD COLUMN property_error TEXT;
+    ALTER TABLE notes ADD COLUMN change TEXT;
+    ALTER TABLE notes ADD COLUMN changed_ns INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE notes ADD COLUMN previous TEXT;
+    CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
+    CREATE INDEX notes_by_change ON notes (workspace, changed_ns);
+    CREATE TABLE note_tags (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL,
+        PRIMARY KEY (workspace, note_id, tag)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_tags_by_tag ON note_tags (workspace, tag);
+    CREATE TABLE note_aliases (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, alias_key TEXT NOT NULL, alias TEXT NOT NULL,
+        PRIMARY KEY (workspace, note_id, alias_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_aliases_by_key ON note_aliases (workspace, alias_key);
+    CREATE TABLE note_links (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        line INTEGER NOT NULL, style TEXT NOT NULL, embed INTEGER NOT NULL,
+        path TEXT NOT NULL, anchor TEXT NOT NULL, written TEXT NOT NULL, context TEXT NOT NULL,
+        name_key TEXT NOT NULL, target TEXT, via TEXT,
+        PRIMARY KEY (workspace, note_id, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_links_by_target ON note_links (workspace, target);
+    CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
+    CREATE TABLE gone_notes (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, title TEXT NOT NULL,
+        gone_ns INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
+        PRIMARY KEY (workspace, note_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX gone_notes_by_time ON gone_notes (workspace, gone_ns);
+    CREATE INDEX gone_notes_by_inode ON gone_notes (workspace, ino);
+    CREATE TABLE tag_counts (
+        workspace TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL, notes INTEGER NOT NULL,
+        PRIMARY KEY (workspace, tag)
+    ) WITHOUT ROWID
+    """,
+    # Rule 10: the trigram table gains the other names; skipped entries. Every note is read again.
     """
     DELETE FROM notes;
     DELETE FROM dirs;
     DELETE FROM workspaces;
     DELETE FROM fts_stale;
+    DELETE FROM note_tags;
+    DELETE FROM note_aliases;
+    DELETE FROM note_links;
+    DELETE FROM tag_counts;
     DROP TABLE notes_text;
+    CREATE VIRTUAL TABLE notes_text USING fts5(
+        title, path, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
     DROP TABLE notes_titles;
-    CREATE VIRTUAL TABLE notes_text USING fts5(title, path, body, tokenize = 'unicode61 remove_diacritics 2');
     CREATE VIRTUAL TABLE notes_titles USING fts5(title, names, tokenize = 'trigram');
-    ALTER TABLE notes ADD COLUMN aliases TEXT NOT NULL DEFAULT '[]';
     CREATE TABLE skipped (
         workspace TEXT NOT NULL, path TEXT NOT NULL, dir TEXT NOT NULL, reason TEXT NOT NULL,
         PRIMARY KEY (workspace, path)
@@ -152,11 +244,144 @@ _STRUCTURAL = (
     | inotify_simple.flags.MOVED_FROM
     | inotify_simple.flags.MOVED_TO
 )
-_COLUMNS = "n.id, n.title, n.dev, n.ino, n.size, n.mtime_ns, n.settled, n.aliases"
+_COLUMNS = "n.id, n.title, n.dev, n.ino, n.size, n.mtime_ns, n.settled"
 
 
 def _fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def _fts_query(terms: Sequence[str], match: SearchMatch) -> str:
+    every = " AND ".join(_fts_phrase(t) + "*" for t in terms)
+    if match == "all":
+        return every
+    return f"({' OR '.join(_fts_phrase(t) + '*' for t in terms)}) NOT ({every})"
+
+
+_TAG_EXISTS = (
+    "EXISTS (SELECT 1 FROM note_tags g WHERE g.workspace = n.workspace AND g.note_id = n.id "
+    "AND (g.tag = ? OR (g.tag >= ? AND g.tag < ?)))"
+)
+_PROPERTY_OPS = {"equals": "value IS ?", "before": "value < ?", "after": "value > ?"}
+
+
+def _tag_params(tag: str) -> list[str]:
+    key = tag_key(tag.lstrip("#")).rstrip("/")
+    return [key, key + "/", key + "0"]  # the tag, and its nested tags ('0' follows '/')
+
+
+def _property_sql(test: PropertyTest) -> tuple[str, list[Any]]:
+    """A front-matter condition; `json_each` makes a list property match when one item does."""
+    path = '$."' + test.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if test.op == "in":
+        values = list(test.value)
+        condition = f"value IN ({', '.join('?' * len(values))})" if values else "0"
+    else:
+        values, condition = [test.value], _PROPERTY_OPS[test.op]
+    return f"EXISTS (SELECT 1 FROM json_each(n.properties, ?) WHERE {condition})", [path, *values]
+
+
+def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
+    """SQL (` AND ...`) and parameters keeping the notes that pass `filters`."""
+    if filters is None:
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for tag in filters.tags_all:
+        clauses.append(_TAG_EXISTS)
+        params += _tag_params(tag)
+    if filters.tags_any:
+        clauses.append("(" + " OR ".join([_TAG_EXISTS] * len(filters.tags_any)) + ")")
+        for tag in filters.tags_any:
+            params += _tag_params(tag)
+    for test in filters.properties:
+        clause, values = _property_sql(test)
+        clauses.append(clause)
+        params += values
+    if filters.modified_after_ns is not None:
+        clauses.append("n.mtime_ns > ?")
+        params.append(filters.modified_after_ns)
+    if filters.modified_before_ns is not None:
+        clauses.append("n.mtime_ns < ?")
+        params.append(filters.modified_before_ns)
+    within, bounds = _range("n.id", filters.folder.strip("/"))
+    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+
+
+class _LoadedLookup:
+    """`links.VaultLookup` over every note of a workspace at once: for a pass that resolves many
+    names (a first build), one read of the keys instead of a query per name."""
+
+    def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        self._paths: dict[str, str] = {}
+        self._names: dict[str, list[str]] = {}
+        self._aliases: dict[str, list[str]] = {}
+        for note_id, path_key, key in db.execute(
+            "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
+        ):
+            self._paths.setdefault(path_key, note_id)
+            self._names.setdefault(key, []).append(note_id)
+        for note_id, key in db.execute(
+            "SELECT note_id, alias_key FROM note_aliases WHERE workspace = ?", (workspace,)
+        ):
+            self._aliases.setdefault(key, []).append(note_id)
+
+    def by_path(self, key: str) -> str | None:
+        return self._paths.get(key)
+
+    def by_name(self, key: str) -> list[str]:
+        return self._names.get(key, [])
+
+    def by_alias(self, key: str) -> list[str]:
+        return self._aliases.get(key, [])
+
+
+def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:
+    """Whether `note_id` is still the file `identity` describes (None: any file)."""
+    try:
+        found = root.stat_note(note_id).identity
+    except FsError:
+        return False
+    return identity is None or found == identity
+
+
+class _Anchors:
+    """The headings and block ids of link targets, read when a link's anchor is shown (the index
+    does not keep headings: Rule 8's build skips the block parse where it can)."""
+
+    def __init__(self, root: WorkspaceRoot) -> None:
+        self._root = root
+        self._seen: dict[str, NoteFacts | None] = {}
+
+    def found(self, target: str, anchor: str, style: str) -> bool | None:
+        if target not in self._seen:
+            try:
+                data, _ = self._root.read_head(target, INDEX_BODY_BYTES)
+                self._seen[target] = parse_note(data.decode("utf-8", errors="replace"), note_stem(target))
+            except FsError:
+                self._seen[target] = None
+        facts = self._seen[target]
+        if facts is None:
+            return None
+        return anchor_found(anchor, style, facts.headings, (b.id for b in facts.block_ids))
+
+
+def _link_view(row: Sequence[Any], anchors: _Anchors) -> LinkView:
+    source, title, line, written, context, embed, path, anchor, target, via, style = row
+    found = anchors.found(target, anchor, style) if anchor and target is not None else None
+    return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
+
+
+SIMILAR_RATIO = 0.9
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def _title_words(title: str) -> str:
+    return _NOT_WORD.sub(" ", fold(title)).strip()
+
+
+def _near(a: str, b: str) -> bool:
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILAR_RATIO
 
 
 def _is_note_path(path: str) -> bool:
@@ -178,20 +403,64 @@ def _range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:
     return f" AND {column} >= ? AND {column} < ?", (prefix + "/", prefix + "0")  # '0' follows '/'
 
 
+class _IndexLookup:
+    """`links.VaultLookup` over the index, remembering answers for one resolution pass."""
+
+    def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        self._db, self._workspace = db, workspace
+        self._paths: dict[str, str | None] = {}
+        self._names: dict[str, list[str]] = {}
+        self._aliases: dict[str, list[str]] = {}
+
+    def by_path(self, key: str) -> str | None:
+        if key not in self._paths:
+            row = self._db.execute(  # a path's name is its last component: one index serves both
+                "SELECT min(id) FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key = ? "
+                "AND path_key = ?",
+                (self._workspace, key.rsplit("/", 1)[-1], key),
+            ).fetchone()
+            self._paths[key] = row[0]
+        return self._paths[key]
+
+    def by_name(self, key: str) -> list[str]:
+        if key not in self._names:
+            rows = self._db.execute(
+                "SELECT id FROM notes WHERE workspace = ? AND name_key = ?", (self._workspace, key)
+            )
+            self._names[key] = [r[0] for r in rows]
+        return self._names[key]
+
+    def by_alias(self, key: str) -> list[str]:
+        if key not in self._aliases:
+            rows = self._db.execute(
+                "SELECT note_id FROM note_aliases WHERE workspace = ? AND alias_key = ?",
+                (self._workspace, key),
+            )
+            self._aliases[key] = [r[0] for r in rows]
+        return self._aliases[key]
+
+
+def _context(text: str, offset: int) -> str:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    line = text[start : end if end >= 0 else len(text)].strip()
+    return line if len(line) <= CONTEXT_CHARS else line[: CONTEXT_CHARS - 1] + "…"
+
+
 @dataclass(frozen=True, slots=True)
 class IndexedNote:
     id: str
     title: str
     identity: FileIdentity
     settled: bool
-    aliases: tuple[str, ...] = ()
     snippet: str = ""
     score: float = 0.0
+    aliases: tuple[str, ...] = ()
+    """Filled by `titled` only (the candidate rule needs them)."""
 
     @classmethod
     def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0) -> IndexedNote:
-        identity = FileIdentity(row[2], row[3], row[5], row[4])
-        return cls(row[0], row[1], identity, bool(row[6]), tuple(json.loads(row[7])), snippet, score)
+        return cls(row[0], row[1], FileIdentity(row[2], row[3], row[5], row[4]), bool(row[6]), snippet, score)
 
 
 def _resolve_inotify_libc() -> None:
@@ -226,6 +495,8 @@ class _Live:
     last_verify: float = 0.0
     settle_after_ns: int = 0
     """Rule 4: when the last unsettled note this process indexed leaves the racy window (0: none)."""
+    track_changes: bool = True
+    """Rule 9: False during a workspace's first build."""
 
 
 class NoteIndex:
@@ -236,6 +507,11 @@ class NoteIndex:
         self._watch = watch
         self._verify_interval = verify_interval
         self._live: dict[str, _Live] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        """(workspace, name key): links to resolve again before the write transaction commits (Rule 8)."""
+        self._defer_links = False
+        """During a first full walk: links resolved and tags counted once, at its end."""
+        self._recount: set[str] = set()
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -270,19 +546,29 @@ class NoteIndex:
         after: tuple[float, str] | None,
         limit: int,
         progress: ProgressSink | None = None,
+        match: SearchMatch = "all",
+        filters: NoteFilter | None = None,
     ) -> list[IndexedNote]:
-        """Notes matching every term (by word prefix) in title, path or body, best first: bm25 with
-        the title weighted 10 and the path 2; ties by id. `after` is the (score, id) of the last
-        note of the previous page."""
-        match = " AND ".join(_fts_phrase(t) + "*" for t in terms)
+        """Notes matching every term (by word prefix, stemmed) in title, path or body, or with
+        `match="any"` some but not all, best first: bm25 with the title weighted 10 and the path 2;
+        ties by id. Without terms: the notes passing `filters`, newest first. `after` is the
+        (score, id) of the last note of the previous page."""
         within, bounds = _range("n.id", subtree)
-        sql = (
-            f"SELECT {_COLUMNS}, bm25(notes_text, 10.0, 2.0, 1.0) AS score, "
-            "snippet(notes_text, 2, '**', '**', '…', 16) "
-            "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
-            f"WHERE notes_text MATCH ? AND n.workspace = ?{within}"
-        )
-        params: list[Any] = [match, workspace, *bounds]
+        kept, kept_params = _filter_sql(filters)
+        if terms:
+            sql = (
+                f"SELECT {_COLUMNS}, bm25(notes_text, 10.0, 2.0, 1.0) AS score, "
+                "snippet(notes_text, 2, '**', '**', '…', 16) "
+                "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
+                f"WHERE notes_text MATCH ? AND n.workspace = ?{within}{kept}"
+            )
+            params: list[Any] = [_fts_query(terms, match), workspace, *bounds, *kept_params]
+        else:
+            sql = (
+                f"SELECT {_COLUMNS}, -n.mtime_ns / 1e9 AS score, '' FROM notes n "
+                f"WHERE n.workspace = ?{within}{kept}"
+            )
+            params = [workspace, *bounds, *kept_params]
         if after is not None:
             sql = f"SELECT * FROM ({sql}) WHERE score > ? OR (score = ? AND id > ?)"
             params += [after[0], after[0], after[1]]
@@ -290,9 +576,176 @@ class NoteIndex:
         params.append(limit)
 
         def run() -> list[IndexedNote]:
-            return [IndexedNote.of(r, r[9], r[8]) for r in self._db.execute(sql, params)]
+            return [IndexedNote.of(r, r[8], r[7]) for r in self._db.execute(sql, params)]
 
         return self._checked(workspace, root, run, progress)
+
+    def tags(
+        self, workspace: str, root: WorkspaceRoot, subtree: str, *, prefix: str, after: str | None, limit: int
+    ) -> list[TagCount]:
+        """Tags by folded name, each with how many notes carry it: from the running counts for a
+        whole workspace, counted over the folder's notes for a folder."""
+        low = max(tag_key(prefix), after + "\0" if after is not None else "")
+        high = tag_key(prefix) + "\U0010ffff"
+        with self._lock:
+            self.refresh(workspace, root)
+            if not subtree:
+                rows = self._db.execute(
+                    "SELECT name, notes FROM tag_counts WHERE workspace = ? AND tag >= ? AND tag < ? "
+                    "ORDER BY tag LIMIT ?",
+                    (workspace, low, high, limit),
+                )
+            else:
+                within, bounds = _range("note_id", subtree)
+                rows = self._db.execute(
+                    "SELECT min(name), count(*) FROM note_tags WHERE workspace = ? AND tag >= ? AND tag < ?"
+                    f"{within} GROUP BY tag ORDER BY tag LIMIT ?",
+                    (workspace, low, high, *bounds, limit),
+                )
+            return [TagCount(name, count) for name, count in rows]
+
+    def note_links(
+        self, workspace: str, root: WorkspaceRoot, subtree: str, note_id: str, *, limit: int
+    ) -> NoteLinks | None:
+        """The note with its tags and front matter, its outgoing links, up to `limit` backlinks from
+        notes below `subtree` (each still on disk) and how many such backlinks there are in all;
+        None when it is not a note."""
+        within, bounds = _range("l.note_id", subtree)
+        with self._lock:
+            note = self.row(workspace, root, note_id)
+            if note is None:
+                return None
+            columns = (
+                "l.note_id, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.target, "
+                "l.via, l.style"
+            )
+            outgoing = self._db.execute(
+                f"SELECT {columns} FROM note_links l JOIN notes n ON n.workspace = l.workspace "
+                "AND n.id = l.note_id WHERE l.workspace = ? AND l.note_id = ? ORDER BY l.seq",
+                (workspace, note_id),
+            ).fetchall()
+            (total,) = self._db.execute(
+                f"SELECT count(*) FROM note_links l WHERE l.workspace = ? AND l.target = ?{within}",
+                (workspace, note_id, *bounds),
+            ).fetchone()
+            backlinks = self._db.execute(
+                f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns FROM note_links l INDEXED BY note_links_by_target "
+                "JOIN notes n "
+                f"ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? AND l.target = ?{within} "
+                "ORDER BY l.note_id, l.seq LIMIT ?",
+                (workspace, note_id, *bounds, limit),
+            ).fetchall()
+            sources = {r[0]: FileIdentity(r[11], r[12], r[14], r[13]) for r in backlinks}
+            present = {s for s, identity in sources.items() if _same_file(root, s, identity)}
+            anchors = _Anchors(root)
+            views = [_link_view(r[:11], anchors) for r in outgoing]
+            back = [_link_view(r[:11], anchors) for r in backlinks if r[0] in present]
+            properties, error = self._db.execute(
+                "SELECT properties, property_error FROM notes WHERE workspace = ? AND id = ?",
+                (workspace, note_id),
+            ).fetchone()
+            tags = self._db.execute(
+                "SELECT name FROM note_tags WHERE workspace = ? AND note_id = ? ORDER BY tag",
+                (workspace, note_id),
+            )
+            return NoteLinks(
+                Note(note.id, note.title, note.identity),
+                views,
+                back,
+                total,
+                tags=[t for (t,) in tags],
+                properties=None if properties is None else json.loads(properties),
+                property_error=error,
+            )
+
+    def row(self, workspace: str, root: WorkspaceRoot, note_id: str) -> IndexedNote | None:
+        """The note's current row, checked on disk (Rule 2); None when it is not a note."""
+
+        def run() -> list[IndexedNote]:
+            found = self._db.execute(
+                f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id = ?", (workspace, note_id)
+            ).fetchone()
+            return [IndexedNote.of(found)] if found else []
+
+        rows = self._checked(workspace, root, run, None)
+        return rows[0] if rows else None
+
+    def recent(
+        self, workspace: str, root: WorkspaceRoot, subtree: str, *, since_ns: int, limit: int
+    ) -> list[NoteChange]:
+        """Rule 9: the latest change of each note (and each note that went), newest first."""
+        within, bounds = _range("n.id", subtree)
+        gone_within, gone_bounds = _range("note_id", subtree)
+
+        changed: dict[str, tuple[Any, int, str | None]] = {}
+
+        def run() -> list[IndexedNote]:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS}, n.change, n.changed_ns, n.previous FROM notes n "
+                f"WHERE n.workspace = ? AND n.changed_ns >= ?{within} ORDER BY n.changed_ns DESC, n.id LIMIT ?",
+                (workspace, since_ns, *bounds, limit),
+            ).fetchall()
+            changed.clear()
+            changed.update((r[0], (r[7] or "modified", r[8], r[9])) for r in rows)
+            return [IndexedNote.of(r) for r in rows]
+
+        changes = [
+            NoteChange(n.id, n.title, *changed[n.id]) for n in self._checked(workspace, root, run, None)
+        ]
+        with self._lock:
+            gone = self._db.execute(
+                "SELECT note_id, title, gone_ns FROM gone_notes WHERE workspace = ? AND gone_ns >= ?"
+                f"{gone_within} ORDER BY gone_ns DESC, note_id LIMIT ?",
+                (workspace, since_ns, *gone_bounds, limit),
+            ).fetchall()
+        changes += [NoteChange(note_id, title, "deleted", at) for note_id, title, at in gone]
+        changes.sort(key=lambda c: (-c.at_ns, c.note_id))
+        return changes[:limit]
+
+    def similar(self, workspace: str, root: WorkspaceRoot, subtree: str, title: str) -> list[IndexedNote]:
+        """Notes whose title is `title` or nearly: the same words ignoring case and punctuation, or
+        a difflib ratio of at least `SIMILAR_RATIO` (a typo, a changed digit)."""
+        wanted = _title_words(title)
+        words = [w for w in wanted.split() if len(w) >= 3]
+        if not words:
+            return [
+                n
+                for n in self.titled(workspace, root, subtree, wanted.split())
+                if _title_words(n.title) == wanted
+            ]
+        within, bounds = _range("n.id", subtree)
+        sql = (
+            f"SELECT {_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
+            f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id LIMIT 500"
+        )
+        params = [f"title : ({' OR '.join(_fts_phrase(w) for w in words)})", workspace, *bounds]
+
+        def run() -> list[IndexedNote]:
+            rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
+            return [n for n in rows if _near(_title_words(n.title), wanted)]
+
+        return self._checked(workspace, root, run, None)
+
+    def complete(
+        self, workspace: str, root: WorkspaceRoot, subtree: str, prefix: str, *, limit: int
+    ) -> tuple[list[str], bool]:
+        """Ids starting with `prefix` (by id), then ids whose file name starts with it
+        case-insensitively (by name): two index ranges, each cut at `limit`."""
+        within, bounds = _range("id", subtree)
+        key = fold(prefix)
+        with self._lock:
+            self.refresh(workspace, root)
+            by_id = self._db.execute(
+                f"SELECT id FROM notes WHERE workspace = ? AND id >= ? AND id < ?{within} ORDER BY id LIMIT ?",
+                (workspace, prefix, prefix + "\U0010ffff", *bounds, limit + 1),
+            ).fetchall()
+            by_name = self._db.execute(
+                "SELECT id FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key >= ? "
+                f"AND name_key < ?{within} ORDER BY name_key, id LIMIT ?",
+                (workspace, key, key + "\U0010ffff", *bounds, limit + 1),
+            ).fetchall()
+        ids = list(dict.fromkeys(r[0] for r in (*by_id, *by_name)))
+        return ids[:limit], len(ids) > limit
 
     def titled(
         self,
@@ -303,26 +756,34 @@ class NoteIndex:
         *,
         progress: ProgressSink | None = None,
     ) -> list[IndexedNote]:
-        """Notes one of whose names contains every word (`model.matched_name`: title, file stem,
-        aliases; case-insensitive substrings), sorted by id.
+        """Notes one of whose names contains every word (Rule 10, `model.matched_name`: title, file
+        stem, aliases; case-insensitive substrings), sorted by id, with their aliases.
 
-        Words of three characters or more go through the trigram index (any word in any name narrows
+        Words of three characters or more go through the trigram index (a word in any name narrows
         the rows; the rule then decides); when a query has none, the workspace's rows are scanned
         (the one case that costs O(notes))."""
         within, bounds = _range("n.id", subtree)
         long = [w for w in words if len(w) >= 3]
+        aliases = (
+            "(SELECT json_group_array(a.alias) FROM note_aliases a WHERE a.workspace = n.workspace "
+            "AND a.note_id = n.id)"
+        )
         if long:
             sql = (
-                f"SELECT {_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
-                f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id"
+                f"SELECT {_COLUMNS}, {aliases} FROM notes_titles CROSS JOIN notes n "
+                f"ON n.rowid = notes_titles.rowid WHERE notes_titles MATCH ? AND n.workspace = ?{within} "
+                "ORDER BY n.id"
             )
             params: list[Any] = [" AND ".join(_fts_phrase(w) for w in long), workspace, *bounds]
         else:
-            sql = f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
+            sql = f"SELECT {_COLUMNS}, {aliases} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
             params = [workspace, *bounds]
 
         def run() -> list[IndexedNote]:
-            rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
+            rows = (
+                replace(IndexedNote.of(r), aliases=tuple(json.loads(r[7])))
+                for r in self._db.execute(sql, params)
+            )
             return [n for n in rows if matched_name(n.id, n.title, n.aliases, words) is not None]
 
         return self._checked(workspace, root, run, progress)
@@ -414,8 +875,18 @@ class NoteIndex:
             if not live.synced:
                 if self._watch and live.watcher is None:
                     live.watcher = self._new_watcher(workspace)
-                self._walk(workspace, root, live, full=True, progress=progress)
-                live.synced, live.last_verify = True, now
+                self._defer_links = True  # resolve each link once, after every note is in (Rule 8)
+                try:
+                    self._walk(workspace, root, live, full=True, progress=progress)
+                finally:
+                    self._defer_links = False
+                with self._write():  # resolves what the walk left dirty
+                    self._recount_tags(workspace)
+                    self._db.execute(
+                        "DELETE FROM gone_notes WHERE workspace = ? AND gone_ns < ?",
+                        (workspace, time.time_ns() - GONE_KEPT_NS),
+                    )
+                live.synced, live.last_verify, live.track_changes = True, now, True
             elif live.watcher is not None:
                 self._drain(workspace, root, live, progress)
             else:
@@ -453,7 +924,7 @@ class NoteIndex:
                     "DO UPDATE SET dev = excluded.dev, ino = excluded.ino",
                     (workspace, dev, ino),
                 )
-            live.synced = False
+            live.synced = live.track_changes = False
         return live
 
     def _new_watcher(self, workspace: str) -> _Watcher | None:
@@ -512,12 +983,12 @@ class NoteIndex:
                 elif _is_note_path(child):
                     dirty_files.add(child)
                 elif event.mask & _STRUCTURAL and not event.name.startswith("."):
-                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
+                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 10)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
         if dirty_files:
-            with self._write():
-                for note_id in sorted(dirty_files):
+            with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 9)
+                for note_id in sorted(dirty_files, key=lambda n: (_same_file(root, n, None), n)):
                     self._index_file(workspace, root, note_id)
 
     def _walk(
@@ -652,34 +1123,35 @@ class NoteIndex:
         except FsError:
             self._forget_note(workspace, note_id)
             return
-        title, aliases = extract_names(data[:TITLE_SCAN_BYTES], note_id)
+        body = data.decode("utf-8", errors="replace")
         settled = identity.mtime_ns < started - RACY_WINDOW_NS
         if not settled and (live := self._live.get(workspace)) is not None:
             live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
-        body = data.decode("utf-8", errors="replace")
         if known is ...:
             row = self._db.execute(
                 f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id = ?", (workspace, note_id)
             ).fetchone()
             known = IndexedNote.of(row) if row else None
-        if (
-            known is not None
-            and (known.identity, known.title, known.aliases) == (identity, title, aliases)
-            and self._body(workspace, note_id) == body
-        ):
-            # Re-read, unchanged (a racy row settling, a touch): no full-text churn.
+        if known is not None and known.identity == identity and self._body(workspace, note_id) == body:
+            # Re-read, unchanged (a racy row settling): no parse, no full-text churn.
             if known.settled != settled:
                 self._db.execute(
                     "UPDATE notes SET settled = ? WHERE workspace = ? AND id = ?",
                     (int(settled), workspace, note_id),
                 )
             return
+        facts = parse_note(body, note_stem(note_id), with_headings=False)
+        title = facts.title
+        change, changed_ns, previous = self._change_of(workspace, note_id, identity, known)
+        properties = None if facts.properties is None else json.dumps(facts.properties, ensure_ascii=False)
         (rowid,) = self._db.execute(
-            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, aliases) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
+            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, path_key, "
+            "name_key, properties, property_error, change, changed_ns, previous) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
             "title = excluded.title, dev = excluded.dev, ino = excluded.ino, size = excluded.size, "
-            "mtime_ns = excluded.mtime_ns, settled = excluded.settled, aliases = excluded.aliases "
-            "RETURNING rowid",
+            "mtime_ns = excluded.mtime_ns, settled = excluded.settled, properties = excluded.properties, "
+            "property_error = excluded.property_error, change = excluded.change, "
+            "changed_ns = excluded.changed_ns, previous = excluded.previous RETURNING rowid",
             (
                 workspace,
                 note_id,
@@ -690,7 +1162,13 @@ class NoteIndex:
                 identity.size,
                 identity.mtime_ns,
                 int(settled),
-                json.dumps(aliases, ensure_ascii=False),
+                note_key(note_id),
+                name_key(note_id),
+                properties,
+                facts.property_error,
+                change,
+                changed_ns,
+                previous,
             ),
         ).fetchone()
         self._db.execute("DELETE FROM notes_text WHERE rowid = ?", (rowid,))
@@ -701,8 +1179,154 @@ class NoteIndex:
         )
         self._db.execute(
             "INSERT INTO notes_titles (rowid, title, names) VALUES (?, ?, ?)",
-            (rowid, title, "\n".join((note_stem(note_id), *aliases))),
+            (rowid, title, "\n".join((note_stem(note_id), *facts.aliases))),
         )
+        self._store_facts(workspace, note_id, facts, body, fresh=known is None)
+
+    def _change_of(
+        self, workspace: str, note_id: str, identity: FileIdentity, known: IndexedNote | None
+    ) -> tuple[str | None, int, str | None]:
+        """Rule 9: (kind, when, previous id) of this note's change; kind None during a first build."""
+        live = self._live.get(workspace)
+        if live is None or not live.track_changes:
+            return None, identity.mtime_ns, None
+        if known is not None:
+            return "modified", identity.mtime_ns, None
+        self._db.execute("DELETE FROM gone_notes WHERE workspace = ? AND note_id = ?", (workspace, note_id))
+        row = self._db.execute(
+            "DELETE FROM gone_notes INDEXED BY gone_notes_by_inode WHERE workspace = ? AND ino = ? AND dev = ? "
+            "AND gone_ns >= ? RETURNING note_id",
+            (workspace, identity.ino, identity.dev, time.time_ns() - MOVE_WINDOW_NS),
+        ).fetchone()
+        if row is not None:
+            return "moved", time.time_ns(), row[0]
+        return "created", identity.mtime_ns, None
+
+    def _store_facts(self, workspace: str, note_id: str, facts: NoteFacts, body: str, *, fresh: bool) -> None:
+        """Rule 8: the note's tags, aliases and links, replacing what it had."""
+        db = self._db
+        if not fresh:
+            self._forget_facts(workspace, note_id)
+        tags: dict[str, str] = {}
+        for tag in facts.tags:
+            tags.setdefault(tag_key(tag.name), tag.name)
+        if tags:
+            db.executemany(
+                "INSERT INTO note_tags (workspace, note_id, tag, name) VALUES (?, ?, ?, ?)",
+                [(workspace, note_id, key, name) for key, name in tags.items()],
+            )
+            self._count_tags(workspace, tags)
+        aliases = {fold(a): a for a in facts.aliases}
+        if aliases:
+            db.executemany(
+                "INSERT INTO note_aliases (workspace, note_id, alias_key, alias) VALUES (?, ?, ?, ?)",
+                [(workspace, note_id, key, alias) for key, alias in aliases.items()],
+            )
+        self._dirty.update((workspace, key) for key in (name_key(note_id), *aliases))
+        rows = []
+        for seq, link in enumerate(facts.links):
+            key = name_key(link.path.rstrip("/")) if link.path else ""
+            target, via = (note_id, "self") if not link.path else (None, None)
+            if link.path:
+                self._dirty.add((workspace, key))
+            written = body[link.span[0] : link.span[1]]
+            rows.append(
+                (
+                    workspace,
+                    note_id,
+                    seq,
+                    link.line,
+                    link.style,
+                    int(link.embed),
+                    link.path,
+                    link.anchor,
+                    written,
+                    _context(body, link.span[0]),
+                    key,
+                    target,
+                    via,
+                )
+            )
+        if rows:
+            db.executemany(
+                "INSERT INTO note_links (workspace, note_id, seq, line, style, embed, path, anchor, written, "
+                "context, name_key, target, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def _forget_facts(self, workspace: str, note_id: str) -> None:
+        db = self._db
+        gone_tags = db.execute(
+            "DELETE FROM note_tags WHERE workspace = ? AND note_id = ? RETURNING tag", (workspace, note_id)
+        ).fetchall()
+        self._uncount_tags(workspace, [t for (t,) in gone_tags])
+        for (alias,) in db.execute(
+            "DELETE FROM note_aliases WHERE workspace = ? AND note_id = ? RETURNING alias_key",
+            (workspace, note_id),
+        ).fetchall():
+            self._dirty.add((workspace, alias))
+        db.execute("DELETE FROM note_links WHERE workspace = ? AND note_id = ?", (workspace, note_id))
+
+    def _count_tags(self, workspace: str, tags: dict[str, str]) -> None:
+        """Keep `tag_counts` current: one upsert per tag, or one recount after a first build."""
+        if self._defer_links:
+            self._recount.add(workspace)
+            return
+        self._db.executemany(
+            "INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (workspace, tag) DO UPDATE SET notes = notes + 1, name = min(name, excluded.name)",
+            [(workspace, key, name) for key, name in tags.items()],
+        )
+
+    def _recount_tags(self, workspace: str) -> None:
+        if workspace in self._recount:
+            self._recount.discard(workspace)
+            self._db.execute("DELETE FROM tag_counts WHERE workspace = ?", (workspace,))
+            self._db.execute(
+                "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), count(*) "
+                "FROM note_tags WHERE workspace = ? GROUP BY tag",
+                (workspace,),
+            )
+
+    def _uncount_tags(self, workspace: str, tags: Sequence[str]) -> None:
+        if self._defer_links and tags:
+            self._recount.add(workspace)
+        elif tags:
+            self._db.executemany(
+                "UPDATE tag_counts SET notes = notes - 1 WHERE workspace = ? AND tag = ?",
+                [(workspace, t) for t in tags],
+            )
+            self._db.execute("DELETE FROM tag_counts WHERE workspace = ? AND notes <= 0", (workspace,))
+
+    def _resolve_dirty(self) -> None:
+        """Rule 8: resolve again every link whose name key a note gained or lost."""
+        dirty, self._dirty = self._dirty, set()
+        by_workspace: dict[str, list[str]] = {}
+        for workspace, key in dirty:
+            by_workspace.setdefault(workspace, []).append(key)
+        for workspace, keys in by_workspace.items():
+            lookup = (
+                _IndexLookup(self._db, workspace)
+                if len(keys) <= BATCH
+                else _LoadedLookup(self._db, workspace)
+            )
+            for start in range(0, len(keys), BATCH):
+                chunk = keys[start : start + BATCH]
+                rows = self._db.execute(
+                    "SELECT note_id, seq, path, style, target, via FROM note_links INDEXED BY note_links_by_name "
+                    "WHERE workspace = ? "
+                    f"AND name_key IN ({', '.join('?' * len(chunk))}) AND path != ''",
+                    (workspace, *chunk),
+                ).fetchall()
+                updates = []
+                for note_id, seq, path, style, target, via in rows:
+                    found = resolve_path(path, style, note_id, lookup)
+                    if (found.target, found.via) != (target, via):
+                        updates.append((found.target, found.via, workspace, note_id, seq))
+                self._db.executemany(
+                    "UPDATE note_links SET target = ?, via = ? WHERE workspace = ? AND note_id = ? AND seq = ?",
+                    updates,
+                )
 
     def _body(self, workspace: str, note_id: str) -> str | None:
         row = self._db.execute(
@@ -711,30 +1335,60 @@ class NoteIndex:
         ).fetchone()
         return None if row is None else str(row[0])
 
-    def _forget_note(self, workspace: str, note_id: str) -> None:
+    def _forget_note(self, workspace: str, note_id: str, *, gone: bool = True) -> None:
+        """Drop a note; `gone`: remember that it went (Rule 9), unless it was renamed."""
         row = self._db.execute(
-            "DELETE FROM notes WHERE workspace = ? AND id = ? RETURNING rowid", (workspace, note_id)
+            "DELETE FROM notes WHERE workspace = ? AND id = ? RETURNING rowid, title, dev, ino",
+            (workspace, note_id),
         ).fetchone()
-        if row is not None:
-            self._forget_text([row])
+        if row is None:
+            return
+        self._forget_text([(row[0],)])
+        self._forget_facts(workspace, note_id)
+        self._dirty.add((workspace, name_key(note_id)))
+        live = self._live.get(workspace)
+        if gone and live is not None and live.track_changes:
+            self._remember_gone(workspace, [(note_id, row[1], row[2], row[3])])
+
+    def _remember_gone(self, workspace: str, notes: Sequence[tuple[str, str, int, int]]) -> None:
+        now = time.time_ns()
+        self._db.executemany(
+            "INSERT OR REPLACE INTO gone_notes (workspace, note_id, title, gone_ns, dev, ino) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(workspace, note_id, title, now, dev, ino) for note_id, title, dev, ino in notes],
+        )
 
     def _forget_subtree(self, workspace: str, path: str) -> None:
         """Drop a directory (`""`: the whole workspace) and everything below it, and its watches."""
         within, bounds = _range("id", path)
         dir_within, dir_bounds = _range("path", path)
-        rowids = [
-            (r[0],)
-            for r in self._db.execute(
-                f"DELETE FROM notes WHERE workspace = ?{within or ''} RETURNING rowid",
-                (workspace, *bounds),
-            )
-        ]
-        self._forget_text(rowids)
+        note_within, note_bounds = _range("note_id", path)
+        removed = self._db.execute(
+            f"DELETE FROM notes WHERE workspace = ?{within or ''} RETURNING rowid, id, title, dev, ino",
+            (workspace, *bounds),
+        ).fetchall()
+        self._forget_text([(r[0],) for r in removed])
+        tags = self._db.execute(
+            f"DELETE FROM note_tags WHERE workspace = ?{note_within} RETURNING tag", (workspace, *note_bounds)
+        ).fetchall()
+        self._uncount_tags(workspace, [t for (t,) in tags])
+        aliases = self._db.execute(
+            f"DELETE FROM note_aliases WHERE workspace = ?{note_within} RETURNING alias_key",
+            (workspace, *note_bounds),
+        ).fetchall()
+        self._db.execute(
+            f"DELETE FROM note_links WHERE workspace = ?{note_within}", (workspace, *note_bounds)
+        )
+        self._dirty.update(
+            (workspace, k) for k in [*(a for (a,) in aliases), *(name_key(r[1]) for r in removed)]
+        )
+        live = self._live.get(workspace)
+        if path and live is not None and live.track_changes:
+            self._remember_gone(workspace, [(r[1], r[2], r[3], r[4]) for r in removed])
         if path:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
         self._db.execute(f"DELETE FROM skipped WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
-        live = self._live.get(workspace)
         watcher = live.watcher if live is not None else None
         if watcher is not None:
             below = path + "/"
@@ -767,7 +1421,10 @@ class NoteIndex:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            if not self._defer_links:
+                self._resolve_dirty()
         except BaseException:
+            self._dirty.clear()
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")

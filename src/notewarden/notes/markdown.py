@@ -28,40 +28,76 @@ span is rewritten (the new entry dumped by PyYAML), and the result is read back:
 must hold the new value and every other key its old one, or the edit is refused. So comments,
 quoting, key order and spacing of the rest of the block stay as they were, byte for byte.
 
-Rule 7: a note's aliases (Obsidian's other names for it) are the front matter's `aliases`: a list
-of strings, or one string; numbers and dates count as their text, anything else is ignored.
-
 Parsing costs about a microsecond per line; `first_h1` parses only up to the first line that
 could be a level-1 heading, which is where a title almost always is.
+
+Obsidian's vault syntax (`parse_note`), found only where CommonMark reads inline text (paragraphs
+and headings: never in fenced or indented code, HTML blocks, front matter or code spans, and never
+after a backslash escape):
+
+Rule 7: properties are the front matter's mapping made JSON-safe (`json_value`). `tags` (or `tag`)
+is a list, or a string of tags separated by commas or blanks; `aliases` (or `alias`) is a list, or
+one alias as a string (`aliases_of`). A leading `#` on a front-matter tag is dropped.
+
+Rule 8: an inline tag is `#` at the start of a line or after a blank, then letters, digits, `_`,
+`-` and `/` (nested tags: `#area/sub`), with at least one character that is not a digit (`#1984`
+is not a tag). So heading markers (`## x`), URL fragments (`page#part`) and `a#b` are not tags;
+a `#tag` written inside a heading's text is one. Tags compare case-insensitively (`tag_key`).
+
+Rule 9: links, each with its line and exact source spans (what a rewrite replaces):
+`[[path#anchor|display]]` (a wiki link: one line; an escaped bar separates inside tables), `![[...]]` (an
+embed), `[text](dest)` and `![alt](dest)` (Markdown: the destination as CommonMark parses it,
+`<...>` or bare, percent-decoded; a destination with a URL scheme or `//` is external and not a
+link between notes). The anchor is what follows the first `#`: heading texts separated by `#`,
+or `^block-id`. An empty path (`[[#Heading]]`) names the note itself.
+
+A wiki link inside the front matter (`owner: "[[Ana Souza]]"`) is a link too, as in Obsidian's
+properties.
+
+Rule 10: a block id is `^id` (Latin letters, digits, `-`) at the end of a line, after a blank or
+alone on its line.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import unquote
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.helpers import parseLinkDestination, parseLinkTitle
+from markdown_it.token import Token
 
 __all__ = [
     "FRONT_MATTER_MAX_BYTES",
+    "BlockId",
     "FrontMatter",
     "FrontMatterEditError",
     "Heading",
     "HeadingLookupError",
+    "Link",
+    "NoteFacts",
+    "Tag",
+    "aliases_of",
     "find_heading",
     "first_h1",
+    "fold",
     "headings",
     "json_value",
     "line_ending",
-    "names_of",
+    "parse_note",
     "remove_front_matter_key",
     "set_front_matter_key",
     "split_front_matter",
+    "tag_key",
+    "tags_of",
     "title_of",
     "with_line_ending",
 ]
@@ -201,11 +237,17 @@ def _body(text: str) -> tuple[str, int, FrontMatter | None]:
 def headings(text: str) -> list[Heading]:
     """Every top-level heading of the note, in order, with its section's extent (Rules 2, 3)."""
     body, offset, _ = _body(text)
-    total = offset + _line_count(body)
-    found: list[tuple[int, str, int, int]] = []
     # CommonMark also ends a line at a lone CR; lines here end at LF only, so a lone CR is read as
     # a space (same length), keeping markdown-it's line numbers equal to ours.
-    tokens = _PARSER.parse(_LONE_CR.sub(" ", body) if "\r" in body else body)
+    return _headings(_parse_blocks(body), offset, offset + _line_count(body))
+
+
+def _parse_blocks(body: str) -> list[Token]:
+    return _PARSER.parse(_LONE_CR.sub(" ", body) if "\r" in body else body)
+
+
+def _headings(tokens: Sequence[Token], offset: int, total: int) -> list[Heading]:
+    found: list[tuple[int, str, int, int]] = []
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map is not None:
             start, stop = token.map
@@ -256,7 +298,10 @@ def find_heading(found: Sequence[Heading], query: str) -> Heading:
 
 def first_h1(text: str) -> str | None:
     """The text of the note's first top-level level-1 heading, or None (Rule 2)."""
-    body, _, _ = _body(text)
+    return _first_h1(_body(text)[0])
+
+
+def _first_h1(body: str) -> str | None:
     for attempt, candidate in enumerate(_H1_CANDIDATE.finditer(body)):
         if attempt == 2:  # the candidates so far were code or quotes: read the whole note once
             prefix = body
@@ -276,27 +321,14 @@ def first_h1(text: str) -> str | None:
 
 def title_of(text: str, stem: str) -> str:
     """Rule 4: the front matter's title, else the first level-1 heading, else `stem`."""
-    return names_of(text, stem)[0]
-
-
-def names_of(text: str, stem: str) -> tuple[str, tuple[str, ...]]:
-    """The note's title (Rule 4) and aliases (Rule 7), from one read of its front matter."""
     front = split_front_matter(text)
-    data = front.data if front is not None and front.data is not None else {}
-    title = _scalar_text(data.get("title"))
-    raw_aliases = data.get("aliases")
-    listed = raw_aliases if isinstance(raw_aliases, list) else [raw_aliases]
-    aliases = tuple(dict.fromkeys(a for a in map(_scalar_text, listed) if a))
-    return title or first_h1(text) or stem, aliases
-
-
-def _scalar_text(value: Any) -> str | None:
-    """A front-matter value read as a name: strings, numbers and dates as text, nothing else."""
-    if isinstance(value, datetime.date):
-        value = value.isoformat()
-    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
-        return str(value).strip()
-    return None
+    if front is not None and front.data is not None:
+        title = front.data.get("title")
+        if isinstance(title, datetime.date):
+            title = title.isoformat()
+        if isinstance(title, str | int | float) and not isinstance(title, bool) and str(title).strip():
+            return str(title).strip()
+    return first_h1(text) or stem
 
 
 def _line_count(text: str) -> int:
@@ -455,3 +487,371 @@ def _replace_raw(text: str, front: FrontMatter, new_raw: str, key: str, value: A
         )
     start = text.index("\n") + 1
     return text[:start] + new_raw + text[start + len(front.raw) :]
+
+
+# Obsidian's vault syntax (Rules 7-10)
+
+LinkStyle = Literal["wiki", "markdown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link as written. Spans are [start, end) offsets into the note's text."""
+
+    style: LinkStyle
+    embed: bool
+    path: str
+    """The target as written, percent-decoded for Markdown links, without the anchor ('' = this note)."""
+    anchor: str
+    """What follows the first `#`: `Heading`, `H1#H2` or `^block-id`; '' when there is none."""
+    display: str | None
+    line: int
+    span: tuple[int, int]
+    path_span: tuple[int, int]
+    """The path part exactly as written (percent-encoded, inside `<...>`, ...): what a move replaces."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    name: str
+    """As written, without `#`."""
+    line: int
+    """0 for a front-matter tag."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockId:
+    id: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFacts:
+    """What a note says about itself and the vault (Rules 1-10)."""
+
+    title: str
+    properties: dict[str, Any] | None
+    """The front matter as JSON (None when there is none or it is malformed: see `property_error`)."""
+    property_error: str | None
+    tags: tuple[Tag, ...]
+    aliases: tuple[str, ...]
+    links: tuple[Link, ...]
+    block_ids: tuple[BlockId, ...]
+    headings: tuple[Heading, ...] = field(default=())
+
+
+def fold(text: str) -> str:
+    """The form names compare in: NFC, case-folded (so `Café` written either way matches)."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def tag_key(name: str) -> str:
+    return fold(name)
+
+
+_TAG_CHARS = re.compile(r"[\w/-]+")
+_TAG_SPLIT = re.compile(r"[\s,]+")
+_BLOCK_ID = re.compile(r"[A-Za-z0-9-]+")
+_INLINE_MARK = re.compile(r"[\\`\[#^]")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|//")
+_SKIPPED_BLOCKS = frozenset({"fence", "code_block", "html_block"})
+
+
+def _valid_tag(name: str) -> str | None:
+    name = name.rstrip("/")
+    if not name or _TAG_CHARS.fullmatch(name) is None or name.replace("/", "").isdigit():
+        return None
+    return name
+
+
+def tags_of(properties: dict[str, Any] | None) -> list[str]:
+    """Rule 7: the front matter's `tags` (or `tag`), a list or a string of tags."""
+    if not properties:
+        return []
+    value = properties.get("tags", properties.get("tag"))
+    items = _TAG_SPLIT.split(value) if isinstance(value, str) else value if isinstance(value, list) else []
+    tags = (_valid_tag(str(item).strip().lstrip("#")) for item in items if item is not None)
+    return [t for t in tags if t]
+
+
+def aliases_of(properties: dict[str, Any] | None) -> list[str]:
+    """Rule 7: the front matter's `aliases` (or `alias`): a list, or one alias as a string."""
+    if not properties:
+        return []
+    value = properties.get("aliases", properties.get("alias"))
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    aliases = (str(item).strip() for item in items if isinstance(item, str | int | float))
+    return [a for a in aliases if a]
+
+
+def parse_note(text: str, stem: str, *, with_headings: bool = True) -> NoteFacts:
+    """Everything `notes.index` keeps about a note, in one pass over it (Rules 1-10).
+
+    A note costs one block parse. Without `with_headings` (the index: it reads a link target's
+    headings only when a link's anchor is shown) the block parse is skipped when nothing could open
+    a code block, an HTML block or a code span (`_BLOCK_SYNTAX`): then every paragraph is inline text
+    and is scanned as it stands, and only the head is parsed for the title."""
+    body, offset, front = _body(text)
+    properties: dict[str, Any] | None = None
+    error = front.error if front is not None else None
+    if front is not None and front.data is not None:
+        try:
+            properties = json_value(front.data)
+        except ValueError as exc:
+            error = str(exc)
+    scan = _Scan(text)
+    if front is not None and "[[" in front.raw:
+        scan.region(text.index("\n") + 1, front.end, properties_only=True)
+    found_headings: list[Heading] = []
+    marks = "[" in body or "#" in body or "^" in body
+    body_start = len(text) - len(body)
+    if not with_headings and (not marks or _BLOCK_SYNTAX.search(body) is None):
+        start = body_start
+        for blank in _BLANK_LINE.finditer(text, body_start) if marks else ():
+            scan.region(start, blank.start())
+            start = blank.end()
+        if marks:
+            scan.region(start, len(text))
+        title = _title(properties, [], stem) if _has_title(properties) else _first_h1(body) or stem
+    else:
+        if marks or "=" in body or "-" in body:
+            tokens = _parse_blocks(body)
+            found_headings = _headings(tokens, offset, offset + _line_count(body))
+            body_lines = _line_starts(body) if marks else []
+            for token in tokens if marks else ():
+                if token.type == "inline" and token.map is not None:
+                    first, last = token.map
+                    end = body_start + (body_lines[last] if last < len(body_lines) else len(body))
+                    scan.region(body_start + body_lines[first], end)
+        title = _title(properties, found_headings, stem)
+    front_tags = [Tag(t, 0) for t in tags_of(properties)]
+    return NoteFacts(
+        title=title,
+        properties=properties,
+        property_error=error,
+        tags=tuple(front_tags + scan.tags),
+        aliases=tuple(aliases_of(properties)),
+        links=tuple(scan.links),
+        block_ids=tuple(scan.block_ids),
+        headings=tuple(found_headings),
+    )
+
+
+_BLOCK_SYNTAX = re.compile(r"`|~~~|^(?: {0,3}<| {4}|\t)", re.MULTILINE)
+"""What could open a code span, a fenced or indented code block, or an HTML block (CommonMark)."""
+_BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
+
+
+def _has_title(properties: dict[str, Any] | None) -> bool:
+    title = properties.get("title") if properties else None
+    return isinstance(title, str | int | float) and not isinstance(title, bool) and bool(str(title).strip())
+
+
+def _title(properties: dict[str, Any] | None, found: list[Heading], stem: str) -> str:
+    """Rule 4 from what `parse_note` already parsed (`title_of` reads only the note's head)."""
+    if properties is not None and _has_title(properties):
+        return str(properties["title"]).strip()
+    return next((h.text for h in found if h.level == 1 and h.text), stem)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    find = text.find
+    pos = find("\n")
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = find("\n", pos + 1)
+    return starts
+
+
+class _Scan:
+    """Rules 8-10 over the inline regions of one note; offsets are into the whole text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.links: list[Link] = []
+        self.tags: list[Tag] = []
+        self.block_ids: list[BlockId] = []
+        self._starts: list[int] | None = None
+
+    def line(self, offset: int) -> int:
+        if self._starts is None:
+            self._starts = _line_starts(self.text)
+        return bisect.bisect_right(self._starts, offset)
+
+    def region(self, start: int, end: int, *, properties_only: bool = False) -> None:
+        """Scan [start, end); `properties_only`: front matter, where only wiki links count."""
+        text = self.text
+        pos = start
+        while (mark := _INLINE_MARK.search(text, pos, end)) is not None:
+            at = mark.start()
+            char = text[at]
+            if char == "[":
+                embed = at > start and text[at - 1] == "!" and text[at - 2 : at - 1] != "\\"
+                link_start = at - embed
+                if properties_only:
+                    pos = self._wiki(link_start, at, False, end) if text.startswith("[[", at) else at + 1
+                else:
+                    pos = self._link(link_start, embed, end)
+            elif properties_only:
+                pos = at + 1
+            elif char == "\\":
+                pos = at + 2
+            elif char == "`":
+                run = at + 1
+                while run < end and text[run] == "`":
+                    run += 1
+                pos = _code_span_end(text, run, end, run - at) or run
+            elif char == "#":
+                pos = self._tag(at, end)
+            else:
+                pos = self._block_id(at, end)
+
+    def _tag(self, at: int, end: int) -> int:
+        text = self.text
+        if at > 0 and not text[at - 1].isspace():
+            return at + 1
+        chars = _TAG_CHARS.match(text, at + 1, end)
+        name = _valid_tag(chars.group()) if chars else None
+        if chars is None or name is None:
+            return at + 1
+        self.tags.append(Tag(name, self.line(at)))
+        return chars.end()
+
+    def _block_id(self, at: int, end: int) -> int:
+        text = self.text
+        if at > 0 and text[at - 1] not in " \t\n":
+            return at + 1
+        found = _BLOCK_ID.match(text, at + 1, end)
+        if found is None:
+            return at + 1
+        rest = found.end()
+        while rest < end and text[rest] in " \t\r":
+            rest += 1
+        if rest < end and text[rest] != "\n":
+            return at + 1
+        self.block_ids.append(BlockId(found.group(), self.line(at)))
+        return found.end()
+
+    def _link(self, at: int, embed: bool, end: int) -> int:
+        text = self.text
+        bracket = at + 1 if embed else at
+        if text.startswith("[[", bracket):
+            return self._wiki(at, bracket, embed, end)
+        label_end = _label_end(text, bracket, end)
+        if label_end is None or not text.startswith("(", label_end + 1):
+            return bracket + 1
+        link = self._markdown(at, bracket, label_end, embed, end)
+        if link is None:
+            return bracket + 1
+        if link.path or link.anchor:
+            self.links.append(link)
+        return link.span[1]
+
+    def _wiki(self, at: int, bracket: int, embed: bool, end: int) -> int:
+        text = self.text
+        inner_start = bracket + 2
+        line_end = text.find("\n", inner_start, end)
+        close = text.find("]]", inner_start, end if line_end < 0 else line_end)
+        if close <= inner_start or "[[" in text[inner_start:close]:
+            return inner_start
+        inner = text[inner_start:close]
+        bar = inner.find("|")
+        target, display = inner, None
+        if bar >= 0:
+            cut = bar - 1 if bar > 0 and inner[bar - 1] == "\\" else bar
+            target, display = inner[:cut], inner[bar + 1 :]
+        hash_at = target.find("#")
+        raw_path = target if hash_at < 0 else target[:hash_at]
+        anchor = "" if hash_at < 0 else target[hash_at + 1 :]
+        lead = len(raw_path) - len(raw_path.lstrip())
+        path = raw_path.strip()
+        path_start = inner_start + lead
+        self.links.append(
+            Link(
+                style="wiki",
+                embed=embed,
+                path=path,
+                anchor=anchor.strip(),
+                display=display,
+                line=self.line(at),
+                span=(at, close + 2),
+                path_span=(path_start, path_start + len(path)),
+            )
+        )
+        return close + 2
+
+    def _markdown(self, at: int, bracket: int, label_end: int, embed: bool, end: int) -> Link | None:
+        text = self.text
+        pos = _skip_blanks(text, label_end + 2, end)
+        dest = parseLinkDestination(text, pos, end)
+        if not dest.ok:
+            return None
+        dest_start, dest_end = pos, dest.pos
+        pos = _skip_blanks(text, dest_end, end)
+        if pos < end and text[pos] in "\"'(" and pos > dest_end:
+            title = parseLinkTitle(text, pos, end)
+            if title.ok:
+                pos = _skip_blanks(text, title.pos, end)
+        if pos >= end or text[pos] != ")":
+            return None
+        raw = dest.str
+        if _SCHEME.match(raw):
+            return Link("markdown", embed, "", "", None, 0, (at, pos + 1), (0, 0))  # external: dropped
+        inner_start = dest_start + 1 if text.startswith("<", dest_start) else dest_start
+        written = text[inner_start : dest_end - (inner_start != dest_start)]
+        hash_at = written.find("#")
+        written_path = written if hash_at < 0 else written[:hash_at]
+        hash_raw = raw.find("#")
+        return Link(
+            style="markdown",
+            embed=embed,
+            path=unquote(raw if hash_raw < 0 else raw[:hash_raw]),
+            anchor="" if hash_raw < 0 else unquote(raw[hash_raw + 1 :]),
+            display=text[bracket + 1 : label_end],
+            line=self.line(at),
+            span=(at, pos + 1),
+            path_span=(inner_start, inner_start + len(written_path)),
+        )
+
+
+def _skip_blanks(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _code_span_end(text: str, pos: int, end: int, ticks: int) -> int | None:
+    """Where the code span opened by `ticks` backticks ends, or None (then they are literal)."""
+    while (close := text.find("`" * ticks, pos, end)) >= 0:
+        run_end = close
+        while run_end < end and text[run_end] == "`":
+            run_end += 1
+        if run_end - close == ticks:
+            return run_end
+        pos = run_end
+    return None
+
+
+def _label_end(text: str, bracket: int, end: int) -> int | None:
+    """The `]` closing the link text opened at `bracket` (balanced, escapes and code spans skipped)."""
+    depth, pos = 0, bracket
+    while pos < end:
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char == "`":
+            run = pos
+            while run < end and text[run] == "`":
+                run += 1
+            pos = _code_span_end(text, run, end, run - pos) or run
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return pos
+        pos += 1
+    return None

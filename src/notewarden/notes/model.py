@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from notewarden.notes.markdown import names_of
+from notewarden.notes.markdown import aliases_of, json_value, split_front_matter, title_of
 from notewarden.scope.fsroot import FileIdentity
 
 __all__ = [
@@ -41,6 +41,18 @@ TITLE_SCAN_BYTES = 64 * 1024
 
 _WORD = re.compile(r"\w+")
 MAX_SEARCH_TERMS = 16
+STOP_WORDS = frozenset(
+    {
+        "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+        "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+        "had", "has", "have", "having", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me",
+        "my", "no", "not", "of", "on", "or", "our", "ours", "should", "so", "some", "than", "that",
+        "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up",
+        "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+        "why", "will", "with", "would", "you", "your",
+    }
+)  # fmt: skip
+"""English words too common to find anything with: dropped from a search (not from a title rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +73,18 @@ class Note:
 
 def extract_title(head: bytes, note_id: str) -> str:
     """The note's title from the first `TITLE_SCAN_BYTES` of its content (`markdown` Rule 4)."""
-    return extract_names(head, note_id)[0]
+    return title_of(head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace"), note_stem(note_id))
 
 
 def extract_names(head: bytes, note_id: str) -> tuple[str, tuple[str, ...]]:
-    """The note's title and aliases from the first `TITLE_SCAN_BYTES` of its content."""
-    return names_of(head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace"), note_stem(note_id))
+    """The note's title and aliases (`markdown` Rules 4 and 7) from the first `TITLE_SCAN_BYTES`."""
+    text = head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace")
+    front = split_front_matter(text)
+    try:
+        properties = json_value(front.data) if front is not None and front.data is not None else None
+    except ValueError:  # a block that expands too far has no usable aliases
+        properties = None
+    return title_of(text, note_stem(note_id)), tuple(aliases_of(properties))
 
 
 def note_stem(note_id: str) -> str:
@@ -89,9 +107,12 @@ def match_words(query: str) -> tuple[str, ...]:
 
 
 def search_terms(query: str) -> list[str]:
-    """The words of a search query, case-folded; each must match the start of a word of the note's
-    title, path or body (so `rep` finds "report")."""
-    return _WORD.findall(query.casefold())[:MAX_SEARCH_TERMS]
+    """The words of a search query, case-folded, once each, without stop words (unless that leaves
+    none); each must match the start of a word of the note's title, path or body (so `rep` finds
+    "report"), after stemming (so "sharing" finds "shared")."""
+    words = list(dict.fromkeys(_WORD.findall(query.casefold())))
+    kept = [w for w in words if w not in STOP_WORDS]
+    return (kept or words)[:MAX_SEARCH_TERMS]
 
 
 def content_version(data: bytes) -> str:

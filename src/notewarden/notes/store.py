@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
@@ -36,13 +36,20 @@ from notewarden.scope.uri import FileUri
 
 __all__ = [
     "MERGE_ATTEMPTS",
+    "LinkView",
+    "NotSupportedOnStore",
+    "NoteChange",
     "NoteContent",
+    "NoteFilter",
+    "NoteLinks",
     "NoteStore",
     "ProgressSink",
+    "PropertyTest",
     "Rewrite",
     "Rewritten",
     "SearchHit",
     "SkippedEntry",
+    "TagCount",
     "TrashedNote",
     "VersionConflict",
     "replace_with",
@@ -91,6 +98,95 @@ class SearchHit:
     snippet: str
     position: tuple[float, str]
     """(rank, id): where the next page starts. Opaque to callers; a lower rank is a better match."""
+
+
+SearchMatch = Literal["all", "any"]
+"""`all`: every term (the strict match); `any`: some but not all terms (the ranked fallback)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyTest:
+    """One front-matter condition: the property `name` (a list matches when an item does) is
+    `equals` value, `in` a list of values, `before` or `after` a value (ISO dates compare as text)."""
+
+    name: str
+    op: Literal["equals", "in", "before", "after"]
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFilter:
+    """What a search keeps besides its words. A tag matches itself and its nested tags (`area`
+    matches `area/sub`); tags are compared folded (`markdown.tag_key`)."""
+
+    tags_all: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    properties: tuple[PropertyTest, ...] = ()
+    modified_after_ns: int | None = None
+    modified_before_ns: int | None = None
+    folder: str = ""
+    """A folder relative to the workspace root ('' = anywhere in the scope)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TagCount:
+    tag: str
+    """As written; of several spellings of one tag (`#Area/Sub`, `#area/sub`) the first in code-point order."""
+    notes: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkView:
+    """A link between notes as shown: from `source` (its id and title), as `written` on `line`."""
+
+    source: str
+    source_title: str
+    line: int
+    written: str
+    context: str
+    embed: bool
+    path: str
+    anchor: str
+    target: str | None
+    via: str | None
+    """How it resolved (`links` Rule 1): self, path, relative, name, alias; None: unresolved."""
+    anchor_found: bool | None = None
+    """Whether the target has the anchor; None when there is no anchor or no target."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteLinks:
+    """A note, what it says about itself (tags, front matter) and how it connects."""
+
+    note: Note
+    outgoing: Sequence[LinkView]
+    backlinks: Sequence[LinkView]
+    backlinks_total: int
+    tags: Sequence[str] = ()
+    properties: dict[str, Any] | None = None
+    property_error: str | None = None
+    """Why the front matter could not be read (the note is indexed all the same)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteChange:
+    """A note's latest change: created, modified, moved (from `previous`) or deleted, and when."""
+
+    note_id: str
+    title: str
+    kind: Literal["created", "modified", "moved", "deleted"]
+    at_ns: int
+    previous: str | None = None
+
+
+class NotSupportedOnStore(Exception):
+    """The configured note store does not offer this yet; the files store does."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} is not yet supported by this server's note store ([storage] notes = sqlite or postgres); "
+            "the files store (notes = files) offers it"
+        )
 
 
 class VersionConflict(Exception):
@@ -192,9 +288,35 @@ class NoteStore(Protocol):
         after: tuple[float, str] | None,
         limit: int,
         progress: ProgressSink | None = None,
+        match: SearchMatch = "all",
+        filters: NoteFilter | None = None,
     ) -> Sequence[SearchHit]:
-        """Notes matching every term (`model.search_terms`) in title or body, best first, after
-        the position of the previous page's last hit."""
+        """Notes matching the terms (`model.search_terms`; every one, or with `match="any"` some but
+        not all) in title, path or body and passing `filters`, best first, after the position of
+        the previous page's last hit. Without terms, the notes passing `filters`, newest first."""
+        ...
+
+    def tags(
+        self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int
+    ) -> Sequence[TagCount]:
+        """Tags starting with `prefix` (folded) with how many notes carry each, by tag, after `after`."""
+        ...
+
+    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+        """The note's outgoing links (resolved or not, embeds included) and up to `limit` backlinks."""
+        ...
+
+    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> Sequence[NoteChange]:
+        """The latest change of each note changed since `since_ns`, newest first."""
+        ...
+
+    def similar_titles(self, scope: WorkspaceScope, title: str) -> Sequence[Note]:
+        """Notes whose title is the same as `title` or nearly (case, punctuation, a typo)."""
+        ...
+
+    def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[Sequence[str], bool]:
+        """Note ids that start with `prefix`, or whose file name does (case-insensitive), by id;
+        and whether there are more."""
         ...
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent: ...

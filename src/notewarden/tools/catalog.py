@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from notewarden.services import Services
+from notewarden.tools.notes_daily import notes_daily
 from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_edit import notes_create, notes_edit, notes_move, notes_update
 from notewarden.tools.notes_history import notes_history, notes_history_purge, notes_revert
+from notewarden.tools.notes_knowledge import notes_links, notes_recent, notes_tags
 from notewarden.tools.notes_list import notes_list
 from notewarden.tools.notes_publish import notes_publish
 from notewarden.tools.notes_read import notes_read, notes_read_many
@@ -34,4 +36,8 @@ def note_tools(services: Services) -> list[ToolDef]:
         notes_trash_list(services),
         notes_trash_empty(services),
         notes_publish(services),
+        notes_tags(services),
+        notes_links(services),
+        notes_recent(services),
+        notes_daily(services),
     ]

@@ -32,6 +32,7 @@ from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
 from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
+from notewarden.tools.notes_knowledge import similar_notes, similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import (
@@ -200,10 +201,18 @@ class EditTools:
         text = compose_note(call.arguments["title"], call.arguments["body"])
         if text is None:
             raise ToolFailure("invalid_arguments", "title cannot be written so that it reads back unchanged")
+        similar = await anyio.to_thread.run_sync(similar_notes, self.services, scope, call.arguments["title"])
         content = await anyio.to_thread.run_sync(self.services.store.create_note, scope, path, text.encode())
-        return complete(
-            {"workspaceUri": str(scope.uri), "note": note_object(scope, content.note, content.version)}
-        )
+        structured: dict[str, Any] = {
+            "workspaceUri": str(scope.uri),
+            "note": note_object(scope, content.note, content.version),
+        }
+        if similar:  # issue 14: a mention, not an error
+            structured |= {
+                "similar": [note_object(scope, n) for n in similar],
+                "notice": similar_notice(similar),
+            }
+        return complete(structured)
 
     async def update(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
@@ -274,7 +283,8 @@ def notes_create(services: Services) -> ToolDef:
             "notes_create",
             "Create a note",
             "Create a new markdown note at path (relative to the workspace; missing folders are made) "
-            "with title as its heading above body. Never replaces an existing file.",
+            "with title as its heading above body. Never replaces an existing file. The result lists "
+            "existing notes with the same or a nearly identical title, if any (similar).",
             _schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
@@ -289,7 +299,18 @@ def notes_create(services: Services) -> ToolDef:
                 },
                 ["workspaceUri", "path", "title", "body"],
             ),
-            _output(note=VERSIONED_NOTE),
+            {
+                **_output(note=VERSIONED_NOTE),
+                "properties": {
+                    **_output(note=VERSIONED_NOTE)["properties"],
+                    "similar": {
+                        "type": "array",
+                        "items": NOTE_OBJECT,
+                        "description": "Existing notes with the same or a nearly identical title.",
+                    },
+                    "notice": {"type": "string"},
+                },
+            },
             read_only_hint=False,
             destructive_hint=False,
             idempotent_hint=False,

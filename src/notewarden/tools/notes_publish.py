@@ -64,7 +64,8 @@ from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
+from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
+from notewarden.publish.ledger_connections import ConnectionStore
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
@@ -224,7 +225,7 @@ class PublishTool:
         self.services = services
 
     @property
-    def connections(self) -> Connections:
+    def connections(self) -> ConnectionStore:
         if self.services.connections is None:
             raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
         return self.services.connections

@@ -37,6 +37,7 @@ from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
+from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 
@@ -76,6 +77,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
+    NotSupportedOnStore: "not_supported",
     fsroot.WorkspaceMoved: "workspace_moved",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
@@ -127,7 +129,7 @@ ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
 _SHARED_KEYWORDS = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "items", "enum", "const",
-        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
+        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "allOf", "oneOf", "not",
         "title", "description", "default", "examples",
     }

@@ -8,6 +8,11 @@
 * `resources/list` pages through the notes of every workspace granted to the caller, by
   workspace URI then note id; the cursor is the last (workspace, id) shown, so pages never repeat
   a note while notes come and go. `resources/templates/list` gives one template per workspace.
+* `completion/complete` offers note ids for a template's `noteId` as a person types (ids that
+  start with the value, then notes whose file name does), and the caller's granted workspaces for
+  the `workspaceUri` of the template that spans them (`{+workspaceUri}/{+noteId}`). The workspace is
+  authorized exactly as a read's; a reference that is not one of the caller's templates is
+  `-32602`. (A `CompleteResult` carries no cache hints in 2026-07-28: it is not a cacheable result.)
 * Every answer depends on who asks, so every cache hint is `private`.
 """
 
@@ -30,18 +35,22 @@ from mcp_types import INVALID_PARAMS
 
 from notewarden.display import visible
 from notewarden.notes.model import Note
+from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope.fsroot import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.results import note_uri, progress_sink
 
-__all__ = ["LIST_TTL_MS", "PAGE_SIZE", "NoteResources"]
+__all__ = ["ANY_WORKSPACE_TEMPLATE", "LIST_TTL_MS", "PAGE_SIZE", "NoteResources"]
 
 PAGE_SIZE = 100
 LIST_TTL_MS = 10_000
 READ_TTL_MS = 5_000
 TEMPLATES_TTL_MS = 60_000
 MARKDOWN = "text/markdown"
+NOTE_TEMPLATE = "/{+noteId}"
+ANY_WORKSPACE_TEMPLATE = "{+workspaceUri}" + NOTE_TEMPLATE
+COMPLETION_MAX = 100
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -119,10 +128,57 @@ class NoteResources:
                     mime_type=MARKDOWN,
                 )
                 for workspace in self._granted(principal)
+            ]
+            + [
+                types.ResourceTemplate(
+                    uri_template=ANY_WORKSPACE_TEMPLATE,
+                    name="note in any of your workspaces",
+                    title="A note",
+                    description="A markdown note: workspaceUri is one of your workspaces (completion offers "
+                    "them), noteId its path inside it.",
+                    mime_type=MARKDOWN,
+                )
             ],
             ttl_ms=TEMPLATES_TTL_MS,
             cache_scope="private",
         )
+
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        principal = self.resolve_principal(ctx)
+        ref, name, value = params.ref, params.argument.name, params.argument.value
+        context = (params.context.arguments if params.context else None) or {}
+        granted = self._granted(principal)
+        if not isinstance(ref, types.ResourceTemplateReference):
+            raise MCPError(
+                code=INVALID_PARAMS, message="this server has no prompts; complete a resource template"
+            )
+        if ref.uri == ANY_WORKSPACE_TEMPLATE and name == "workspaceUri":
+            matching = [w for w in granted if w.startswith(value)]
+            return _completion(matching[:COMPLETION_MAX], len(matching) > COMPLETION_MAX)
+        if ref.uri == ANY_WORKSPACE_TEMPLATE:
+            workspace = context.get("workspaceUri")
+        elif ref.uri.endswith(NOTE_TEMPLATE) and ref.uri[: -len(NOTE_TEMPLATE)] in granted:
+            workspace = ref.uri[: -len(NOTE_TEMPLATE)]
+        else:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"{ref.uri} is not one of your resource templates; resources/templates/list lists them",
+            )
+        if name != "noteId":
+            raise MCPError(code=INVALID_PARAMS, message=f"{ref.uri} has no argument {name!r} to complete")
+        if workspace is None:
+            return _completion([], False)  # the workspace is not chosen yet
+        try:
+            scope = self.services.grants.authorize_workspace(principal, workspace)
+        except (ScopeError, AuthorizationError) as exc:
+            raise _invalid(workspace, str(exc)) from None
+        try:
+            ids, more = await anyio.to_thread.run_sync(
+                functools.partial(self.services.store.complete_ids, scope, value, limit=COMPLETION_MAX)
+            )
+        except NotSupportedOnStore as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return _completion(list(ids), more)
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
@@ -150,6 +206,10 @@ class NoteResources:
             blob = base64.b64encode(content.data).decode()
             contents = types.BlobResourceContents(uri=shown, mime_type="application/octet-stream", blob=blob)
         return types.ReadResourceResult(contents=[contents], ttl_ms=READ_TTL_MS, cache_scope="private")
+
+
+def _completion(values: list[str], more: bool) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=values, has_more=more))
 
 
 def _encode_cursor(workspace: str, note_id: str) -> str:

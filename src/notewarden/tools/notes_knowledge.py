@@ -1,0 +1,401 @@
+"""`notes_tags`, `notes_links`, `notes_recent`: what the notes know, read from the store's index.
+
+* `notes_tags`: every tag (front matter and inline, nested ones as written) with how many notes
+  carry it, by tag; `prefix` narrows (case-insensitive); paged like every listing (`cursor`).
+* `notes_links`: a note with its tags and front matter (or why the front matter could not be read),
+  its outgoing links as written, each resolved as Obsidian resolves it (`notes.links` Rule 1) or
+  unresolved, with whether its anchor exists; its embeds apart; and the notes linking to it
+  (backlinks), each with the line that links, up to `limit`.
+* `notes_recent`: the latest change of each note (created, modified, moved, deleted), newest
+  first, since an optional instant. Created, moved and deleted are known from when the index
+  saw them (notes changed while no server ran are seen at the next start); modified is the
+  file's mtime.
+
+Lines of note text shown to a person (a backlink's context) go through `display.visible`.
+Read-only, like every read they are authorized and contained by the `workspaceUri` path; on a
+store without an index of tags and links they answer `not_supported` (`store.NotSupportedOnStore`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+
+from notewarden.display import visible
+from notewarden.notes.markdown import tag_key
+from notewarden.notes.model import Note
+from notewarden.notes.store import LinkView, NotSupportedOnStore
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.services import Services
+from notewarden.tools.notes_search import instant_ns
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.results import (
+    NOTE_ID,
+    NOTE_OBJECT,
+    WORKSPACE_URI,
+    complete,
+    iso8601,
+    note_object,
+    note_uri,
+)
+
+__all__ = ["notes_links", "notes_recent", "notes_tags", "similar_notes"]
+
+TAGS_DEFAULT, TAGS_MAX = 100, 500
+BACKLINKS_DEFAULT, BACKLINKS_MAX = 50, 200
+RECENT_DEFAULT, RECENT_MAX = 20, 100
+
+
+def _limit(default: int, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _read_only(
+    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any]
+) -> types.Tool:
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=inputs,
+        output_schema=outputs,
+        annotations=types.ToolAnnotations(
+            title=title,
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _tag_cursor(tag: str, print_: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([tag, print_]).encode()).decode().rstrip("=")
+
+
+def _tag_after(cursor: str, print_: str) -> str:
+    try:
+        tag, seen = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if seen == print_ and isinstance(tag, str):
+            return tag
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise ToolFailure(
+        "invalid_cursor",
+        "cursor is not a nextCursor that notes_tags returned for this workspaceUri and prefix; omit it to start over",
+    )
+
+
+LINK_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "written": {"type": "string", "description": "The link exactly as written in the note."},
+        "line": {"type": "integer", "minimum": 1},
+        "target": {
+            "type": ["string", "null"],
+            "description": "The note it opens (its id), or null: unresolved.",
+        },
+        "targetUri": {"type": "string"},
+        "resolvedBy": {
+            "enum": ["self", "path", "relative", "name", "alias", None],
+            "description": "How it resolved: this note, a path from the root, a path from this note's folder, "
+            "a unique or tie-broken file name, an alias.",
+        },
+        "anchor": {"type": "string", "description": "Heading(s) or ^block-id after #."},
+        "anchorFound": {"type": "boolean", "description": "Whether the target has that heading or block."},
+    },
+    "required": ["written", "line", "target", "resolvedBy"],
+}
+BACKLINK_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "uri": {"type": "string"},
+        "line": {"type": "integer", "minimum": 1},
+        "context": {"type": "string", "description": "The line that links, as shown to a person."},
+        "written": {"type": "string"},
+        "embed": {"type": "boolean"},
+    },
+    "required": ["id", "title", "uri", "line", "context", "written", "embed"],
+}
+CHANGE_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"enum": ["created", "modified", "moved", "deleted"]},
+        "id": {"type": "string", "description": "The note's id (for deleted: the id it had)."},
+        "title": {"type": "string"},
+        "at": {"type": "string", "format": "date-time"},
+        "from": {"type": "string", "description": "moved: the id it had before."},
+        "uri": {
+            "type": "string",
+            "description": "Not for deleted notes (notes_trash_list lists those it keeps).",
+        },
+    },
+    "required": ["kind", "id", "title", "at"],
+}
+
+
+class KnowledgeTools:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def tags(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        prefix = call.arguments.get("prefix", "").lstrip("#")
+        limit = call.arguments.get("limit", TAGS_DEFAULT)
+        print_ = hashlib.sha256(f"{scope.uri}\0{tag_key(prefix)}".encode()).hexdigest()[:16]
+        after = _tag_after(call.arguments["cursor"], print_) if "cursor" in call.arguments else None
+        found = await anyio.to_thread.run_sync(
+            functools.partial(self.services.store.tags, scope, prefix=prefix, after=after, limit=limit + 1)
+        )
+        structured: dict[str, Any] = {
+            "workspaceUri": str(scope.uri),
+            "tags": [{"tag": t.tag, "notes": t.notes} for t in found[:limit]],
+        }
+        if len(found) > limit:
+            structured["nextCursor"] = _tag_cursor(tag_key(found[limit - 1].tag), print_)
+        return complete(structured)
+
+    async def links(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        limit = call.arguments.get("limit", BACKLINKS_DEFAULT)
+        found = await anyio.to_thread.run_sync(
+            functools.partial(self.services.store.links, scope, call.arguments["noteId"], limit=limit)
+        )
+        outgoing = [_link(scope, link) for link in found.outgoing if not link.embed]
+        embeds = [_link(scope, link) for link in found.outgoing if link.embed]
+        backlinks = [
+            {
+                "id": link.source,
+                "title": link.source_title,
+                "uri": note_uri(scope, link.source),
+                "line": link.line,
+                "context": visible(link.context),
+                "written": link.written,
+                "embed": link.embed,
+            }
+            for link in found.backlinks
+        ]
+        note: dict[str, Any] = {**note_object(scope, found.note), "tags": list(found.tags)}
+        if found.properties is not None:
+            note["properties"] = found.properties
+        if found.property_error is not None:
+            note["propertyError"] = visible(found.property_error)
+        return complete(
+            {
+                "workspaceUri": str(scope.uri),
+                "note": note,
+                "links": outgoing,
+                "embeds": embeds,
+                "backlinks": backlinks,
+                "backlinksTotal": found.backlinks_total,
+                "backlinksTruncated": found.backlinks_total > len(backlinks),
+            }
+        )
+
+    async def recent(self, call: ToolCall) -> ToolResult:
+        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        since = instant_ns(call.arguments["since"], "since") if "since" in call.arguments else None
+        limit = call.arguments.get("limit", RECENT_DEFAULT)
+        changes = await anyio.to_thread.run_sync(
+            functools.partial(self.services.store.recent, scope, since_ns=since, limit=limit)
+        )
+        shown = []
+        for change in changes:
+            item: dict[str, Any] = {
+                "kind": change.kind,
+                "id": change.note_id,
+                "title": change.title,
+                "at": iso8601(change.at_ns / 1e9),
+            }
+            if change.previous is not None:
+                item["from"] = change.previous
+            if change.kind != "deleted":
+                item["uri"] = note_uri(scope, change.note_id)
+            shown.append(item)
+        return complete({"workspaceUri": str(scope.uri), "changes": shown})
+
+
+def similar_notes(services: Services, scope: WorkspaceScope, title: str) -> list[Note]:
+    """Notes titled `title` or nearly (for `notes_create`'s notice); none on a store that cannot tell."""
+    try:
+        return list(services.store.similar_titles(scope, title))
+    except NotSupportedOnStore:
+        return []
+
+
+def similar_notice(notes: Sequence[Note]) -> str:
+    """What `notes_create` tells a person about existing notes with (nearly) the same title."""
+    shown = "; ".join(f"{visible(n.title)} ({visible(n.id)})" for n in notes[:5])
+    more = f" and {len(notes) - 5} more" if len(notes) > 5 else ""
+    return (
+        f"Created. {len(notes)} existing note{'s' if len(notes) != 1 else ''} already "
+        f"{'have' if len(notes) != 1 else 'has'} the same or a nearly identical title: {shown}{more}. "
+        "If one of them was meant, update it instead (notes_read, notes_update)."
+    )
+
+
+def _link(scope: WorkspaceScope, link: LinkView) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "written": link.written,
+        "line": link.line,
+        "target": link.target,
+        "resolvedBy": link.via,
+    }
+    if link.target is not None:
+        shown["targetUri"] = note_uri(scope, link.target)
+    if link.anchor:
+        shown["anchor"] = link.anchor
+    if link.anchor_found is not None:
+        shown["anchorFound"] = link.anchor_found
+    return shown
+
+
+def notes_tags(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=_read_only(
+            "notes_tags",
+            "List tags",
+            "The tags of a workspace (or of a folder inside it), from front matter and #inline tags, nested "
+            "ones as written (area/sub), each with how many notes carry it; prefix narrows. Pass nextCursor "
+            "back as cursor for more. Filter notes by tag with notes_search's tags. Read-only.",
+            _schema(
+                {
+                    "workspaceUri": WORKSPACE_URI,
+                    "prefix": {
+                        "type": "string",
+                        "maxLength": 200,
+                        "description": "Only tags starting with this.",
+                    },
+                    "cursor": {"type": "string", "maxLength": 2000},
+                    "limit": _limit(TAGS_DEFAULT, TAGS_MAX),
+                },
+                ["workspaceUri"],
+            ),
+            {
+                "type": "object",
+                "properties": {
+                    "workspaceUri": {"type": "string"},
+                    "tags": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "tag": {"type": "string"},
+                                "notes": {"type": "integer", "minimum": 1},
+                            },
+                            "required": ["tag", "notes"],
+                        },
+                    },
+                    "nextCursor": {"type": "string"},
+                },
+                "required": ["workspaceUri", "tags"],
+            },
+        ),
+        handler=KnowledgeTools(services).tags,
+    )
+
+
+def notes_links(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=_read_only(
+            "notes_links",
+            "Links of a note",
+            "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
+            "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
+            "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links. Read-only.",
+            _schema(
+                {
+                    "workspaceUri": WORKSPACE_URI,
+                    "noteId": NOTE_ID,
+                    "limit": {
+                        **_limit(BACKLINKS_DEFAULT, BACKLINKS_MAX),
+                        "description": "Most backlinks shown.",
+                    },
+                },
+                ["workspaceUri", "noteId"],
+            ),
+            {
+                "type": "object",
+                "properties": {
+                    "workspaceUri": {"type": "string"},
+                    "note": {
+                        **NOTE_OBJECT,
+                        "properties": {
+                            **NOTE_OBJECT["properties"],
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                            "properties": {"type": "object", "description": "The front matter, as JSON."},
+                            "propertyError": {
+                                "type": "string",
+                                "description": "Why the front matter could not be read (the note is indexed all "
+                                "the same, without its properties).",
+                            },
+                        },
+                        "required": [*NOTE_OBJECT["required"], "tags"],
+                    },
+                    "links": {"type": "array", "items": LINK_OBJECT},
+                    "embeds": {"type": "array", "items": LINK_OBJECT},
+                    "backlinks": {"type": "array", "items": BACKLINK_OBJECT},
+                    "backlinksTotal": {"type": "integer", "minimum": 0},
+                    "backlinksTruncated": {"type": "boolean"},
+                },
+                "required": [
+                    "workspaceUri",
+                    "note",
+                    "links",
+                    "embeds",
+                    "backlinks",
+                    "backlinksTotal",
+                    "backlinksTruncated",
+                ],
+            },
+        ),
+        handler=KnowledgeTools(services).links,
+    )
+
+
+def notes_recent(services: Services) -> ToolDef:
+    return ToolDef(
+        tool=_read_only(
+            "notes_recent",
+            "Recent changes",
+            "What changed in a workspace (or a folder inside it): notes created, modified, moved (with the "
+            "id they had) and deleted, newest first, each with when; since narrows to changes after an "
+            "instant. Read-only.",
+            _schema(
+                {
+                    "workspaceUri": WORKSPACE_URI,
+                    "since": {
+                        "type": "string",
+                        "minLength": 10,
+                        "maxLength": 40,
+                        "description": "ISO 8601 date or date-time (UTC without an offset), e.g. 2026-01-31.",
+                    },
+                    "limit": _limit(RECENT_DEFAULT, RECENT_MAX),
+                },
+                ["workspaceUri"],
+            ),
+            {
+                "type": "object",
+                "properties": {
+                    "workspaceUri": {"type": "string"},
+                    "changes": {"type": "array", "items": CHANGE_OBJECT},
+                },
+                "required": ["workspaceUri", "changes"],
+            },
+        ),
+        handler=KnowledgeTools(services).recent,
+    )

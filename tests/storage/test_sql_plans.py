@@ -1,0 +1,191 @@
+"""No SQL store query reads every note: EXPLAIN of every statement the store runs, at 10,000 notes.
+
+The store is driven through every method (listing, pages, title matching with long and short
+words, search and its next page, reads, writes, moves, the trash, rows another program wrote)
+on a real database holding 10,000 notes in the workspace under test and 2,000 in another, after
+ANALYZE. Every statement it sent is recorded with its parameters and explained with them: a
+sequential scan of `notes` (PostgreSQL `Seq Scan on notes`, SQLite `SCAN notes`, also of its
+indexes) fails the test. PostgreSQL plans each statement for its values: without the
+connections' `plan_cache_mode = force_custom_plan` (checked here), a statement psycopg has
+prepared may get a plan made without them, and a full-text query then scans every note.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pytest
+
+from notewarden.confirm.state import Candidate
+from notewarden.ledger import Ledger, LedgerTxn, SqlSession
+from notewarden.ledger.postgres import PostgresLedger
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.history import HISTORY_SCHEMA, Change
+from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
+from notewarden.notes.store import replace_with
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import parse_file_uri
+from tests.pg import PgDatabase
+
+NOTES = 10_000
+OTHER_NOTES = 2_000
+WORKSPACE = parse_file_uri("file:///plans/team/notes")
+OTHER = parse_file_uri("file:///plans/other/notes")
+FOREIGN_INSERT = "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)"
+_SEQUENTIAL = {
+    "postgres": re.compile(r"Seq Scan on notes(\s|$)"),
+    "sqlite": re.compile(r"^SCAN (notes|n)\b"),
+}
+
+
+class Recording:
+    """Passes every statement through to the real session, and remembers it with its parameters."""
+
+    def __init__(self, session: Any, seen: dict[str, Sequence[object]]) -> None:
+        self._session = session
+        self._seen = seen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        self._seen.setdefault(sql, tuple(params))
+        result: list[tuple[Any, ...]] = self._session.execute(sql, params)
+        return result
+
+
+class RecordingLedger:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.seen: dict[str, Sequence[object]] = {}
+
+    @contextmanager
+    def _wrap(self, opened: AbstractContextManager[Any]) -> Iterator[Any]:
+        with opened as session:
+            yield Recording(session, self.seen)
+
+    def snapshot(self) -> AbstractContextManager[SqlSession]:
+        return self._wrap(self.ledger.snapshot())
+
+    def critical_section(self) -> AbstractContextManager[LedgerTxn]:
+        return self._wrap(self.ledger.critical_section())
+
+
+def body(i: int) -> str:
+    return f"# Weekly report {i:05d}\n\nMinutes of meeting {i:05d}: budget, roadmap and hiring.\n"
+
+
+def seed(ledger: Ledger, workspace: str, count: int) -> None:
+    store = SqlNoteStore(ledger)
+    rows = [(f"team{i % 20:02d}/report-{i:05d}.md", body(i), time.time_ns()) for i in range(count)]
+    with ledger.critical_section() as txn:
+        store.add_rows(txn, workspace, rows)
+    store.settle_after_bulk_write()
+
+
+@pytest.fixture(params=["sqlite", "postgres"], scope="module")
+def seeded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, pg: PgDatabase
+) -> Iterator[Ledger]:
+    ledger: Ledger
+    if request.param == "sqlite":
+        ledger = SqliteLedger(
+            tmp_path_factory.mktemp("plans") / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA]
+        )
+    else:
+        name = pg.create()
+        url = pg.url.rsplit("/", 1)[0] + "/" + name
+        upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
+        upgrader.upgrade()
+        upgrader.close()
+        ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
+    seed(ledger, str(WORKSPACE), NOTES)
+    seed(ledger, str(OTHER), OTHER_NOTES)
+    with ledger.critical_section() as txn:
+        txn.execute("ANALYZE")
+    yield ledger
+    ledger.close()
+
+
+def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
+    """Every store method, each way its SQL differs (`add_rows` sends the statement `create_note` does)."""
+    everywhere = WorkspaceScope("alice", WORKSPACE, (), None)
+    folder = WorkspaceScope("alice", WORKSPACE, ("team03",), None)
+    store.list_notes(folder)
+    store.list_page(everywhere, after="team01/report-00001.md", limit=20)
+    store.list_page(folder, after=None, limit=20)
+    assert len(store.find_titled(everywhere, ["weekly", "00042"])) == 1
+    assert len(store.find_titled(folder, ["report", "00003"])) == 1
+    assert len(store.find_titled(everywhere, ["x9"])) == 0, "only short words: the grams"
+    first = store.search(everywhere, ["minutes", "00042"], after=None, limit=5)
+    assert [h.note.id for h in first] == ["team02/report-00042.md"]
+    page = store.search(everywhere, ["budget"], after=None, limit=10)
+    store.search(folder, ["budget"], after=page[-1].position, limit=10)
+    created = store.create_note(everywhere, "new/plan.md", b"# Plan\n\nnew words\n")
+    updated = store.rewrite_note(
+        everywhere,
+        "new/plan.md",
+        replace_with(b"# Plan 2\n", created.version),
+        change=Change("alice", "notes_update", "a new title"),
+    ).after
+    store.move_note(everywhere, "new/plan.md", "new/moved.md")
+    (note,) = store.notes_by_id(everywhere, ["new/moved.md"])
+    assert updated.note.title == "Plan 2"
+    with recorder.critical_section() as txn:
+        trashed = store.move_to_trash(
+            txn,
+            everywhere,
+            Candidate(note.id, note.title, note.identity),
+            principal="alice",
+            confirmation_id="c",
+        )
+        store.list_trash(txn, everywhere)
+    with recorder.critical_section() as txn:
+        store.restore(txn, everywhere, trashed.trash_id)
+    (again,) = store.notes_by_id(everywhere, ["new/moved.md"])
+    with recorder.critical_section() as txn:
+        store.move_to_trash(
+            txn,
+            everywhere,
+            Candidate(again.id, again.title, again.identity),
+            principal="alice",
+            confirmation_id="d",
+        )
+        store.purge_trash(txn, everywhere, store.list_trash(txn, everywhere))
+    with recorder.critical_section() as txn:  # another program's row: derived before the next query
+        txn.execute(FOREIGN_INSERT, (str(WORKSPACE), "imported/x.md", "# Imported\n", time.time_ns()))
+    assert [n.id for n in store.find_titled(everywhere, ["imported"])] == ["imported/x.md"]
+    # notewarden export and import (notewarden.transfer): a workspace page by page, its trash
+    assert next(iter(store.all_rows(str(WORKSPACE))))[0] == "imported/x.md"
+    store.trash_rows(str(WORKSPACE))
+    with recorder.critical_section() as txn:
+        assert store.row_body(txn, str(WORKSPACE), "imported/x.md") == "# Imported\n"
+
+
+def plan_lines(ledger: Ledger, sql: str, params: Sequence[object]) -> list[str]:
+    with ledger.snapshot() as db:
+        if db.dialect == "sqlite":
+            return [str(row[3]) for row in db.execute("EXPLAIN QUERY PLAN " + sql, params)]
+        return [str(row[0]) for row in db.execute("EXPLAIN " + sql, params)]
+
+
+def test_no_store_statement_scans_the_notes_table(seeded: Ledger) -> None:
+    recorder = RecordingLedger(seeded)
+    exercise(SqlNoteStore(recorder), recorder)  # type: ignore[arg-type]
+    statements = {sql: params for sql, params in recorder.seen.items() if sql != FOREIGN_INSERT}
+    assert len(statements) >= 20, sorted(statements)
+    with seeded.snapshot() as db:
+        dialect = db.dialect
+        if dialect == "postgres":
+            # psycopg prepares a statement run five times: plans must stay the ones for its values
+            assert db.execute("SHOW plan_cache_mode") == [("force_custom_plan",)]
+    failures = []
+    for sql, params in statements.items():
+        lines = plan_lines(seeded, sql, params)
+        if any(_SEQUENTIAL[dialect].search(line.strip()) for line in lines):
+            failures.append(sql + "\n  " + "\n  ".join(lines))
+    assert not failures, "\n\n".join(failures)
