@@ -7,6 +7,7 @@ every module notewarden imports is declared, and `notewarden --help` and the dem
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -80,11 +81,13 @@ def test_every_imported_distribution_is_declared() -> None:
         normalize(re.split(r"[<>=\[ ;]", d, maxsplit=1)[0])
         for d in project["optional-dependencies"]["postgres"]
     }
-    sources = (ROOT / "src" / "notewarden").rglob("*.py")
     imported = set()
-    for source in sources:
-        for match in re.finditer(r"^\s*(?:from|import) ([A-Za-z_][A-Za-z0-9_]*)", source.read_text(), re.M):
-            imported.add(match.group(1))
+    for source in (ROOT / "src" / "notewarden").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
     stdlib = set(sys.stdlib_module_names) | {"notewarden", "__future__"}
     owners = importlib.metadata.packages_distributions()
     undeclared = {
