@@ -11,21 +11,25 @@ each call to the tool registry.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.caching import CacheableMethod, CacheHint
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types import INVALID_REQUEST
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -34,7 +38,9 @@ from starlette.routing import Route
 
 from notewarden import __version__
 from notewarden.config import Config
+from notewarden.jsonrpc import UniqueMemberLines
 from notewarden.legacy import live_elicitation
+from notewarden.scope.grants import Grants
 from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
@@ -42,7 +48,7 @@ from notewarden.tools.limits import RateLimiter, limit_destructive
 from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
-from notewarden.web.authz import RequireScopes
+from notewarden.web.authz import RefreshConfig, RequireScopes
 from notewarden.web.connect import connect_routes
 from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
 from notewarden.web.oauth import (
@@ -142,7 +148,9 @@ def build_server(
             capabilities=ctx.session.client_capabilities,
             input_responses=params.input_responses or {},
             request_state=params.request_state,
-            report_progress=ctx.session.report_progress,
+            report_progress=ctx.session.report_progress
+            if progress_token_from_params(ctx.params) is not None
+            else None,
             live=live_elicitation(ctx),
             client_name=client_name(ctx),
         )
@@ -170,7 +178,19 @@ def build_server(
         bind_principal=resolve_principal,
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
+    server.middleware.insert(0, FreshConfig(services.grants))
     return server
+
+
+class FreshConfig:
+    """Every request starts on the configuration as its file is now (`Grants.refresh`)."""
+
+    def __init__(self, grants: Grants) -> None:
+        self.grants = grants
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        await self.grants.refresh()
+        return await call_next(ctx)
 
 
 async def serve_stdio(services: Services) -> None:
@@ -180,7 +200,12 @@ async def serve_stdio(services: Services) -> None:
             "the config has no [stdio] principal: say who a stdio client is, or use --transport http"
         )
     server = build_server(services, stdio_principal=principal)
-    async with stdio_server() as (read_stream, write_stream):
+    # The SDK's transport, fed lines that went through the duplicate-member check first.
+    lines = UniqueMemberLines(
+        anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    )
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.answer_on(write_stream)
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -229,8 +254,10 @@ def build_http_app(
         tool_scopes={t.tool.name: scope_for_tool(t.tool) for t in tools},
         resource_metadata=resource_metadata_url(oauth) if oauth else None,
         max_body_bytes=services.config.http.max_body_bytes,
+        config_problem=lambda: services.grants.problem,
+        oauth=oauth is not None,
     )
-    verifier = BearerVerifier(services.grants.current_config, JwtVerifier(oauth) if oauth else None)
+    verifier = BearerVerifier(lambda: services.grants.config, JwtVerifier(oauth) if oauth else None)
     connect = connect_routes(services, verifier.verify_token)
 
     @contextlib.asynccontextmanager
@@ -245,6 +272,7 @@ def build_http_app(
             *connect,
         ],
         middleware=[
+            Middleware(RefreshConfig, grants=services.grants),  # before the token table is consulted
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],

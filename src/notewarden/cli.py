@@ -179,9 +179,11 @@ def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> 
 
 def serve(args: argparse.Namespace) -> int:
     from notewarden.app import build_http_app, serve_stdio
+    from notewarden.scope.grants import check_workspace_folders
     from notewarden.services import open_services
 
     config = resolve_config(args)
+    check_workspace_folders(config)
     port = config.http.port if args.transport == "http" else None
     start_sandboxed(config, enabled=not args.no_sandbox, bind_port=port)
     services = open_services(config)

@@ -6,14 +6,22 @@ and newline is shown as an escape (`\\u202e`), wherever a note's name, title or 
 person: forms, confirmation messages, tool result text, the terminal client, the connect page.
 So a note named `report\\u202egpj.md` is never displayed as `reportdm.jpg`: the user sees the
 name that will be deleted. Identifiers sent back to the server (a form's `const`, a note id in
-structured content) stay exact; only what is displayed is escaped.
+structured content) stay exact; only what is displayed is escaped. A tool result's text that
+mirrors its structured content as JSON (`visible_json`) escapes them the JSON way (`\\u202e`, a
+surrogate pair beyond the BMP), so the text still parses back to exactly the structured content.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
+from typing import Any
 
-__all__ = ["visible"]
+__all__ = ["visible", "visible_json"]
+
+_NON_ASCII = re.compile(r"[^\x20-\x7e]")
+"""In JSON text (where json.dumps already escaped C0 controls) the characters worth a look-up."""
 
 
 def visible(text: str) -> str:
@@ -28,3 +36,18 @@ def visible(text: str) -> str:
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def visible_json(value: Any) -> str:
+    """`value` as JSON text (UTF-8 kept readable) with every format and control character escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    if text.isprintable():
+        return text
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) not in ("Cf", "Cc"):
+        return char
+    return json.dumps(char)[1:-1]  # json's own escape, a surrogate pair beyond the BMP

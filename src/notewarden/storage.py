@@ -68,7 +68,12 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     settings = config.storage
     components = schema_components(config)
     if settings.ledger == "sqlite":
-        return SqliteLedger(sqlite_path(config), components=components, durability=settings.durability)
+        return SqliteLedger(
+            sqlite_path(config),
+            components=components,
+            durability=settings.durability,
+            pool_size=settings.pool_size,
+        )
     from notewarden.ledger.postgres import PostgresLedger
 
     assert settings.database_url is not None  # config validation guarantees it
@@ -127,7 +132,9 @@ def _read_only(config: Config) -> Iterator[tuple[str, dict[str, int], SqlSession
             yield f"sqlite {path}", sqlite_versions(conn), SqliteSession(conn)
         return
     with _postgres(config) as ledger, ledger.snapshot() as db:
-        yield f"postgres {ledger.where}", ledger.versions(), db
+        ((schema,),) = db.execute("SELECT current_schema()")
+        inspected = f"schema {schema}" if schema else "no schema: search_path names none that exists"
+        yield f"postgres {ledger.where}; {inspected}", ledger.versions(), db
 
 
 def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, list[tuple[str, str]]]:

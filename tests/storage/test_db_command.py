@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from notewarden.ledger.postgres import PostgresLedger
+from notewarden.notes.sql import SQL_STORE_SCHEMA
 from tests.conftest import free_port
 from tests.pg import SECRET_PASSWORD, PgDatabase, database_url
 
@@ -104,3 +106,36 @@ def test_configuration_errors_are_clear_and_never_echo_the_url(tmp_path: Path) -
     result = notewarden("db", "status", "--config", str(config))
     assert result.returncode == 2 and "not a valid PostgreSQL connection string" in result.stderr
     assert SECRET_PASSWORD not in result.stderr
+
+
+def test_database_url_options_are_kept_and_status_names_the_schema_it_inspected(
+    tmp_path: Path, pg: PgDatabase
+) -> None:
+    name = pg.create()
+    with pg.connect(name) as conn:
+        conn.execute("CREATE SCHEMA team_notes")
+    url = database_url(name) + "?options=-csearch_path%3Dteam_notes"
+    config = write_config(tmp_path, '[storage]\nnotes = "postgres"\nstatement_timeout_seconds = 7\n')
+    env = {"NOTEWARDEN_DATABASE_URL": url}
+
+    assert notewarden("db", "upgrade", "--config", str(config), env=env).returncode == 0
+    with pg.connect(name) as conn:
+        placed = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name = 'notes'"
+            )
+        }
+    assert placed == {"team_notes"}, "the URL's search_path was used, not replaced"
+    status = notewarden("db", "status", "--config", str(config), env=env)
+    assert status.returncode == 0, status
+    assert "; schema team_notes; notes: postgres" in status.stdout
+    assert SECRET_PASSWORD not in status.stdout + status.stderr
+
+    ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA], statement_timeout=7)
+    try:
+        with ledger.snapshot() as db:
+            assert db.execute("SHOW search_path") == [("team_notes",)]
+            assert db.execute("SHOW statement_timeout") == [("7s",)], "notewarden's own settings still apply"
+    finally:
+        ledger.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.ledger import Claim, Ledger, LedgerUnavailable, PriorUse, SchemaOutOfDate
+from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.ledger.postgres import PostgresLedger, describe_dsn
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger
@@ -253,3 +254,41 @@ def test_postgres_unreachable_at_start_says_where_without_the_password() -> None
     assert "postgres@127.0.0.1:1/nowhere" in str(refused.value)
     assert SECRET_PASSWORD not in str(refused.value)
     assert describe_dsn(url) == "postgres@127.0.0.1:1/nowhere"
+
+
+def test_a_pending_claim_is_a_lease_settled_or_given_back(ledger: Ledger) -> None:
+    """ledger.pending: the claim of a step done outside the critical section (notes_publish)."""
+    cid, now = fresh_id(), time.time()
+    pending = claim(cid, outcome="publishing")
+    with ledger.critical_section() as txn:
+        lease = claim_pending(txn, pending, now=now, stale_after=60)
+    assert lease == now
+    with ledger.critical_section() as txn:
+        assert claim_pending(txn, pending, now=now + 1, stale_after=60) is None, "in progress: not twice"
+        assert txn.prior_outcome(cid, "alice") == PriorUse("publishing")
+    with ledger.critical_section() as txn:  # the holder's step failed: the confirmation is usable again
+        assert settle_pending(txn, cid, "alice", pending="publishing", lease=now, outcome=None)
+    assert ledger.consumed_outcome(cid, "alice") is None
+    with ledger.critical_section() as txn:
+        lease = claim_pending(txn, pending, now=now + 2, stale_after=60)
+    with ledger.critical_section() as txn:
+        assert lease is not None
+        assert settle_pending(txn, cid, "alice", pending="publishing", lease=lease, outcome="published")
+    assert ledger.consumed_outcome(cid, "alice") == PriorUse("published")
+    with ledger.critical_section() as txn:
+        assert claim_pending(txn, pending, now=now + 999, stale_after=60) is None, "a final outcome stays"
+
+
+def test_a_stale_pending_claim_is_taken_over_and_its_old_holder_changes_nothing(ledger: Ledger) -> None:
+    cid, now = fresh_id(), time.time()
+    pending = claim(cid, outcome="publishing")
+    with ledger.critical_section() as txn:
+        dead = claim_pending(txn, pending, now=now, stale_after=60)
+    with ledger.critical_section() as txn:  # the holder died between its step and its record
+        taken = claim_pending(txn, pending, now=now + 61, stale_after=60)
+    assert dead is not None and taken == now + 61
+    with ledger.critical_section() as txn:
+        assert not settle_pending(txn, cid, "alice", pending="publishing", lease=dead, outcome=None)
+        assert not settle_pending(txn, cid, "bob", pending="publishing", lease=taken, outcome="published")
+        assert settle_pending(txn, cid, "alice", pending="publishing", lease=taken, outcome="published")
+    assert ledger.consumed_outcome(cid, "alice") == PriorUse("published")

@@ -14,7 +14,7 @@ from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_SCHEMA, Change
-from notewarden.notes.model import Note, content_version
+from notewarden.notes.model import Note, content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
@@ -238,6 +238,37 @@ def test_publish_reads_the_note_through_the_store(ledger: Ledger, workspace: Fil
         read_note(store, scope(workspace, "drafts"), "reports/tps.md")
     with pytest.raises(PathRejected):
         read_note(store, scope(workspace), "../etc/passwd")
+
+
+def test_candidates_match_title_file_name_or_alias_as_in_the_files_store(
+    ledger: Ledger, workspace: FileUri
+) -> None:
+    """`model.matched_name` is the rule of every store (the files store's: tests/wire/test_vault_titles.py),
+    and the notes come back with their aliases, so the form can say which name matched."""
+    store = SqlNoteStore(ledger)
+    notes = {
+        "sync/Headless Sync.md": b"Set up with:\n\n```\n# Login\n```\n",
+        "pets.md": b"---\naliases: [Dog, Canine friend]\n---\n# Pets\n",
+        "one.md": b"---\naliases: Single alias\n---\ntext\n",
+        "other.md": b"# Unrelated\n",
+    }
+    for note_id, data in notes.items():
+        store.create_note(scope(workspace), note_id, data)
+
+    def found(query: str) -> list[tuple[str, str | None]]:
+        words = match_words(query)
+        return [
+            (n.id, matched_name(n.id, n.title, n.aliases, words))
+            for n in store.find_titled(scope(workspace), words)
+        ]
+
+    assert found("headless sync") == [("sync/Headless Sync.md", "title")]  # no h1: the stem is the title
+    assert found("login") == [], "a heading inside a code fence is no name"
+    assert found("canine") == [("pets.md", "alias “Canine friend”")]
+    assert found("single") == [("one.md", "alias “Single alias”")]
+    assert found("pets") == [("pets.md", "title")]
+    assert found("other") == [("other.md", "file name")]
+    assert found("dog canine") == [], "each name is matched alone"
 
 
 def test_a_title_query_matches_the_title_the_file_stem_or_an_alias_each_whole(

@@ -8,15 +8,18 @@ and a deleted or moved note is never returned, whatever the change detection saw
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from notewarden.notes.index import STALE_BATCH, NoteIndex
+from notewarden.ledger.sqlite import apply_migrations
+from notewarden.notes.index import INDEX_MIGRATIONS, STALE_BATCH, NoteIndex
 from notewarden.notes.model import match_words, search_terms
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
 
 WS = "file:///ws"
 
@@ -111,12 +114,14 @@ def test_hidden_foreign_and_symlinked_files_are_not_notes(
 
 
 def test_edit_in_place_is_seen(index: NoteIndex, root: WorkspaceRoot, folder: Path, mode: str) -> None:
-    assert titled(index, root, "budget") == ["reports/budget.md"]
-    with (folder / "reports" / "budget.md").open("r+") as f:  # same inode, same directory mtime
-        f.write("# Forecast\n")
+    assert titled(index, root, "numbers") == []
+    (folder / "reports" / "q3.md").write_text("# Numbers of Q3\n")
+    assert titled(index, root, "numbers") == ["reports/q3.md"]
+    with (folder / "reports" / "q3.md").open("r+") as f:  # same inode, same directory mtime
+        f.write("# Forecast  \n")
     # A candidate is re-checked on disk: the old title is never offered for the new content.
-    assert titled(index, root, "budget") == []
-    assert titled(index, root, "forecast") == ["reports/budget.md"]
+    assert titled(index, root, "numbers") == []
+    assert titled(index, root, "forecast") == ["reports/q3.md"]
     with (folder / "todo.md").open("a") as f:
         f.write("- call the printer people\n")
     if mode == "stamps":  # no event: found at the next full verification
@@ -292,3 +297,29 @@ def test_racy_notes_settle_together_once_their_window_has_passed(
     assert search(index, root, "changed") == ["fresh-07.md"]
     assert len(search(index, root, "imported")) == 19
     assert full_text_segments(index) == segments  # settling rewrote no full text
+
+
+def test_an_index_of_schema_2_is_rebuilt_with_names_and_skipped_entries(
+    tmp_path: Path, root: WorkspaceRoot, folder: Path, mode: str
+) -> None:
+    """Version 3 stores aliases and skipped entries; an older index (a cache) is emptied and rebuilt."""
+    path = tmp_path / "old-index.sqlite3"
+    with closing(sqlite3.connect(path, isolation_level=None)) as old:
+        assert apply_migrations(old, "notes_index", INDEX_MIGRATIONS[:2]) == 2
+        old.execute(
+            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled) "
+            "VALUES (?, 'gone.md', '', 'Gone', 0, 0, 0, 0, 1)",
+            (WS,),
+        )
+    (folder / "pets.md").write_text("---\naliases: [Canine friend]\n---\n# Pets\n")
+    (folder / "elsewhere").symlink_to(tmp_path)
+    index = NoteIndex(path, watch=mode == "inotify")
+    try:
+        assert listed(index, root) == ["pets.md", "reports/budget.md", "reports/tps-2019.md", "todo.md"]
+        assert [(n.id, n.aliases) for n in index.titled(WS, root, "", match_words("canine"))] == [
+            ("pets.md", ("Canine friend",))
+        ]
+        assert titled(index, root, "tps-2019") == ["reports/tps-2019.md"]  # by its file name
+        assert index.skipped(WS, "") == [("elsewhere", SKIPPED_SYMLINK)]
+    finally:
+        index.close()

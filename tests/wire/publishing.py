@@ -37,12 +37,14 @@ class Received:
 
 @dataclass
 class RecordingTarget:
-    """A tiny HTTP service on 127.0.0.1 that records every note it is sent."""
+    """A tiny HTTP service on 127.0.0.1 that records every note it is sent; with `release`, it
+    answers only once that event is set (a stalled target)."""
 
     status: int = 201
     location: str | None = None  # the Location a 201 names (where the note was published)
     received: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
+    release: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -59,6 +61,8 @@ class RecordingTarget:
                 target.received.append(
                     Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
+                if target.release is not None:
+                    target.release.wait(timeout=60)
                 self.send_response(target.status)
                 if target.location is not None:
                     self.send_header("location", target.location)
@@ -73,6 +77,8 @@ class RecordingTarget:
         return self
 
     def stop(self) -> None:
+        if self.release is not None:
+            self.release.set()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

@@ -87,8 +87,8 @@ class RawMcp:
         )
         reply = Reply(response.status_code, response.headers, text=response.text)
         ctype = response.headers.get("content-type", "")
-        if response.status_code in (401, 403, 413, 421):
-            return reply  # HTTP-layer refusals (auth, origin, size, host) carry no JSON-RPC message
+        if response.status_code in (401, 403, 413, 421, 503):
+            return reply  # HTTP-layer refusals (auth, origin, size, host, config) carry no JSON-RPC message
         if ctype.startswith("application/json") and response.text:
             reply.messages = [response.json()]
         elif ctype.startswith("text/event-stream"):

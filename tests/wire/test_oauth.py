@@ -251,6 +251,7 @@ def test_bad_tokens_get_401_invalid_token_with_the_challenge(oauth: OAuthServer)
         assert params["error"] == "invalid_token", label
         assert params["resource_metadata"] == metadata_url, label
         assert params["scope"] == "notes:read", label
+        assert "nor an access token valid here" in json.loads(reply.text)["error_description"], label
         assert "Traceback" not in reply.text
     log = oauth.server.log.read_text()
     for token in bad_tokens(oauth).values():
@@ -268,6 +269,7 @@ def test_no_credentials_get_401_without_error_attribute(oauth: OAuthServer) -> N
     params = challenge(header)
     assert params["scope"] == "notes:delete"  # what this request needs
     assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+    assert "an OAuth access token" in json.loads(reply.text)["error_description"]
     client.close()
 
 

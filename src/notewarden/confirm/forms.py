@@ -19,6 +19,10 @@ at first), `trash_empty_form` and `history_purge_form` (no choice: how many and 
 yes or no). For
 the two with a selection, "the set in the set" rule holds: a selection outside the
 offered notes is INVALID, never partly applied.
+
+Every text a form shows (its message, each choice's title, each line of a listing) goes through
+`display.visible`, so a name with a bidi control or a zero-width character reads as what it is;
+the `const` of a choice stays the exact note id the answer must name.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from notewarden.confirm.state import Candidate
+from notewarden.display import visible
 
 __all__ = [
     "DELETE_INPUT_KEY",
@@ -96,7 +101,8 @@ def candidate_label(candidate: Candidate) -> str:
     modified = datetime.fromtimestamp(candidate.identity.mtime_ns / 1e9, tz=UTC).strftime(
         "%Y-%m-%d %H:%M UTC"
     )
-    return f"{candidate.title} — {candidate.id} — modified {modified}"
+    matched = f" — matched {candidate.matched}" if candidate.matched else ""
+    return visible(f"{candidate.title} — {candidate.id} — modified {modified}{matched}")
 
 
 def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
@@ -107,7 +113,7 @@ def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> 
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": (
+            "message": visible(
                 f"Delete a note from workspace {workspace}: {matches} “{query}”. "
                 "Pick the one to delete and confirm. It will be moved to the workspace trash."
             ),
@@ -140,7 +146,7 @@ def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": (
+            "message": visible(
                 f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
                 "They will be moved to the workspace trash."
             ),
@@ -199,7 +205,7 @@ def _yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": f"{question}\n{lines}",
+            "message": visible(f"{question}\n{lines}"),
             "requestedSchema": {
                 "type": "object",
                 "properties": {

@@ -37,6 +37,9 @@ class Candidate:
     id: str
     title: str
     identity: FileIdentity
+    matched: str = ""
+    """Which of the note's names matched the query when it is not the title ("file name",
+    "alias “…”"), for the form to show; sealed so a form asked again shows it too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class ConfirmationState:
             "wsid": list(self.workspace_identity),
             "cand": [
                 [c.id, c.title, c.identity.dev, c.identity.ino, c.identity.mtime_ns, c.identity.size]
+                + ([c.matched] if c.matched else [])
                 for c in self.candidates
             ],
             "cid": self.confirmation_id,
@@ -97,8 +101,13 @@ class ConfirmationState:
                 workspace=_s(raw["ws"]),
                 workspace_identity=(_i(dev), _i(ino)),
                 candidates=tuple(
-                    Candidate(_s(cid), _s(title), FileIdentity(_i(d), _i(n), _i(m), _i(z)))
-                    for cid, title, d, n, m, z in raw["cand"]
+                    Candidate(
+                        _s(cid),
+                        _s(title),
+                        FileIdentity(_i(d), _i(n), _i(m), _i(z)),
+                        _s(matched[0]) if matched else "",
+                    )
+                    for cid, title, d, n, m, z, *matched in raw["cand"]
                 ),
                 confirmation_id=_s(raw["cid"]),
                 issued_at=float(raw["iat"]),

@@ -29,6 +29,10 @@ Failure handling:
   inside its critical section, so it cannot hold a workspace lock forever.
 
 The connection string is never logged; messages name only host, port, database and user.
+Its `options` (for example `-csearch_path=notes,public`) are kept: notewarden appends its own
+settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout` from
+`[storage]`, and `plan_cache_mode`), which therefore win over the same settings given there
+(`session_options`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ __all__ = [
     "describe_dsn",
     "postgres_upgrade",
     "postgres_versions",
+    "session_options",
     "workspace_lock_key",
 ]
 
@@ -88,6 +93,21 @@ def workspace_lock_key(workspace: str) -> int:
     """A signed 64-bit advisory-lock key for a workspace URI."""
     digest = hashlib.sha256(b"notewarden-workspace\0" + workspace.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def session_options(dsn: str, statement_timeout: float) -> str:
+    """The connection's `options`: the URL's own, then notewarden's (a later `-c` wins).
+
+    plan_cache_mode: psycopg prepares a statement run 5 times, and PostgreSQL may then plan it once
+    for any parameters; a full-text or trigram query planned without its words can pick a scan of
+    every note (tests/storage/test_sql_plans.py)."""
+    timeout_ms = int(statement_timeout * 1000)
+    ours = (
+        f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+        f"-c idle_in_transaction_session_timeout={2 * timeout_ms} -c plan_cache_mode=force_custom_plan"
+    )
+    theirs = conninfo_to_dict(dsn).get("options")
+    return f"{theirs} {ours}" if theirs else ours
 
 
 def _unavailable(action: str, exc: BaseException) -> LedgerUnavailable:
@@ -227,7 +247,6 @@ class PostgresLedger:
         self._last_purge = 0.0
         self._purged_total = 0
         self._purge_lock = threading.Lock()
-        timeout_ms = int(statement_timeout * 1000)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             dsn,
             min_size=1,
@@ -243,14 +262,7 @@ class PostgresLedger:
                 "keepalives_idle": 10,
                 "keepalives_interval": 5,
                 "keepalives_count": 3,
-                # plan_cache_mode: psycopg prepares a statement run 5 times, and PostgreSQL may then
-                # plan it once for any parameters; a full-text or trigram query planned without its
-                # words can pick a scan of every note (tests/storage/test_sql_plans.py).
-                "options": (
-                    f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
-                    f"-c idle_in_transaction_session_timeout={2 * timeout_ms} "
-                    "-c plan_cache_mode=force_custom_plan"
-                ),
+                "options": session_options(dsn, statement_timeout),
             },
             configure=_read_committed,
         )

@@ -12,6 +12,11 @@ survive power loss, at one fsync per confirmation.
 
 Locking only coordinates processes on one host sharing the file: never put it on NFS.
 Use the PostgreSQL ledger for several hosts.
+
+Connections come from a bounded pool (`SqlitePool`, `[storage] pool_size`), taken for one use and
+given back: worker threads come and go (anyio retires one idle for 10 s), and a connection per
+thread for the life of the process opened new ones after every pause, three descriptors each
+(the file, its WAL, its shared memory), forever.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,7 +43,7 @@ from notewarden.ledger import (
 )
 from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
 
-__all__ = ["SqliteLedger", "SqliteSession", "SqliteTxn", "apply_migrations"]
+__all__ = ["SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn", "apply_migrations"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +57,80 @@ def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Seque
         component, tables=(), sqlite=tuple(migrations), postgres=tuple(migrations)
     )
     return sqlite_upgrade(conn, [component_schema])[component]
+
+
+class SqlitePool:
+    """At most `size` connections to one SQLite file, each used by one thread at a time.
+
+    `connection()` lends one for a `with` block; a thread that already holds one (a read inside its
+    own critical section) gets the same one back, so it sees its own writes and never waits on
+    itself. A thread that finds every connection lent waits up to `timeout` for one, then gets
+    `LedgerUnavailable`. Idle connections stay open for the next use: the number of open files is
+    bounded by `size`, whatever the number of threads over the life of the process.
+    """
+
+    def __init__(
+        self, path: Path, *, size: int, timeout: float, setup: Callable[[sqlite3.Connection], None]
+    ) -> None:
+        self.path = path
+        self._setup = setup
+        self._timeout = timeout
+        self._free: list[sqlite3.Connection] = []
+        self._opened: list[sqlite3.Connection] = []
+        self._size = max(1, size)
+        self._available = threading.Condition()
+        self._held = threading.local()
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        held: sqlite3.Connection | None = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
+        conn = self._take()
+        self._held.conn = conn
+        try:
+            yield conn
+        finally:
+            self._held.conn = None
+            with self._available:
+                self._free.append(conn)
+                self._available.notify()
+
+    def _take(self) -> sqlite3.Connection:
+        with self._available:
+            full = not self._free and len(self._opened) >= self._size
+            if full and not self._available.wait_for(lambda: bool(self._free), timeout=self._timeout):
+                raise LedgerUnavailable(
+                    f"all {self._size} connections to {self.path.name} stayed busy for {self._timeout:g} s"
+                )
+            if self._free:
+                return self._free.pop()
+            conn = self._open()
+            self._opened.append(conn)
+            return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=self._timeout
+            )
+            self._setup(conn)
+        except sqlite3.Error as exc:
+            raise LedgerUnavailable(f"cannot open the database {self.path}: {exc}") from exc
+        return conn
+
+    @property
+    def opened(self) -> int:
+        """How many connections are open (what the pool bounds)."""
+        return len(self._opened)
+
+    def close(self) -> None:
+        with self._available:
+            for conn in self._opened:
+                conn.close()
+            self._opened.clear()
+            self._free.clear()
 
 
 class SqliteSession:
@@ -125,41 +204,27 @@ class SqliteLedger:
         durability: Durability = "normal",
         busy_timeout_ms: int = 10_000,
         components: Sequence[SchemaComponent] = (),
+        pool_size: int = 8,
     ) -> None:
         self.path = path
         self._durability = durability
         self._busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self.pool = SqlitePool(
+            path, size=pool_size, timeout=max(busy_timeout_ms / 1000, 1.0), setup=self._setup
+        )
         self._write_lock = threading.Lock()
         self._last_purge = 0.0
         self._purged_total = 0
-        conn = self._connection()
-        sqlite_upgrade(conn, [LEDGER_SCHEMA, *components])
-        (ledger_id,) = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
+        with self.pool.connection() as conn:
+            sqlite_upgrade(conn, [LEDGER_SCHEMA, *components])
+            (ledger_id,) = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
         self.identity = LedgerIdentity(str(ledger_id), "sqlite", os.path.abspath(path))
 
-    def _connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = sqlite3.connect(
-                    self.path,
-                    isolation_level=None,
-                    check_same_thread=False,
-                    timeout=self._busy_timeout_ms / 1000,
-                )
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
-                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-                conn.execute("PRAGMA temp_store = MEMORY")  # no temporary files: the sandbox forbids /tmp
-            except sqlite3.Error as exc:
-                raise LedgerUnavailable(f"cannot open the ledger database {self.path}: {exc}") from exc
-            self._local.conn = conn
-            with self._lock:
-                self._connections.append(conn)
-        return conn
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        conn.execute("PRAGMA temp_store = MEMORY")  # no temporary files: the sandbox forbids /tmp
 
     @contextmanager
     def critical_section(self) -> Iterator[SqliteTxn]:
@@ -171,43 +236,44 @@ class SqliteLedger:
 
     @contextmanager
     def _transaction(self) -> Iterator[SqliteTxn]:
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise LedgerUnavailable(
-                f"the ledger is busy or unavailable ({exc}); nothing was changed"
-            ) from exc
-        txn = SqliteTxn(conn, self.identity)
-        try:
-            yield txn
-            conn.execute("COMMIT")
-        except BaseException:
+        with self.pool.connection() as conn:
             try:
-                conn.execute("ROLLBACK")
-            finally:
-                txn.run_undo()
-            raise
-        txn.run_after_commit()
-        self._maybe_purge()
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise LedgerUnavailable(
+                    f"the ledger is busy or unavailable ({exc}); nothing was changed"
+                ) from exc
+            txn = SqliteTxn(conn, self.identity)
+            try:
+                yield txn
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                finally:
+                    txn.run_undo()
+                raise
+            txn.run_after_commit()
+            self._maybe_purge()
 
     @contextmanager
     def snapshot(self) -> Iterator[SqliteSession]:
-        conn = self._connection()
-        if conn.in_transaction:  # a read from inside this thread's own critical section sees its writes
-            yield SqliteSession(conn)
-            return
-        try:
-            conn.execute("BEGIN")
-        except sqlite3.OperationalError as exc:
-            raise LedgerUnavailable(f"the ledger database is unavailable ({exc})") from exc
-        try:
-            yield SqliteSession(conn)
-        finally:
-            conn.execute("ROLLBACK")
+        with self.pool.connection() as conn:
+            if conn.in_transaction:  # a read from inside this thread's own critical section sees its writes
+                yield SqliteSession(conn)
+                return
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.OperationalError as exc:
+                raise LedgerUnavailable(f"the ledger database is unavailable ({exc})") from exc
+            try:
+                yield SqliteSession(conn)
+            finally:
+                conn.execute("ROLLBACK")
 
     def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
-        return _prior_use(self._connection(), confirmation_id, principal)
+        with self.pool.connection() as conn:
+            return _prior_use(conn, confirmation_id, principal)
 
     def _maybe_purge(self) -> None:
         now = time.time()
@@ -219,22 +285,17 @@ class SqliteLedger:
                 logger.warning("ledger purge skipped: database busy", exc_info=True)
 
     def purge_expired(self, now: float) -> int:
-        cursor = self._connection().execute("DELETE FROM confirmations WHERE expires_at < ?", (now,))
-        purged = cursor.rowcount
+        with self.pool.connection() as conn:
+            purged = conn.execute("DELETE FROM confirmations WHERE expires_at < ?", (now,)).rowcount
         self._purged_total += purged
         if purged:
             logger.info("ledger purged expired confirmations", extra={"purged": purged, "ledger": "sqlite"})
         return purged
 
     def stats(self) -> LedgerStats:
-        rows, oldest = (
-            self._connection().execute("SELECT count(*), min(expires_at) FROM confirmations").fetchone()
-        )
+        with self.pool.connection() as conn:
+            rows, oldest = conn.execute("SELECT count(*), min(expires_at) FROM confirmations").fetchone()
         return LedgerStats(rows=int(rows), oldest_expiry=oldest, purged_total=self._purged_total)
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+        self.pool.close()

@@ -78,6 +78,7 @@ from notewarden.notes.store import (
     Rewritten,
     SearchHit,
     SearchMatch,
+    SkippedEntry,
     TagCount,
     TrashedNote,
     VersionConflict,
@@ -170,7 +171,7 @@ def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
 
 
 def _note(row: IndexedNote) -> Note:
-    return Note(id=row.id, title=row.title, identity=row.identity)
+    return Note(id=row.id, title=row.title, identity=row.identity, aliases=row.aliases)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -210,6 +211,10 @@ class FilesNoteStore:
 
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return [_note(r) for r in self.index.page(*self._key(scope), after=None, limit=None)]
+
+    def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
+        workspace, _, subtree = self._key(scope)
+        return [SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, subtree)]
 
     def list_page(
         self,
@@ -280,6 +285,7 @@ class FilesNoteStore:
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+        scope.root.require_in_place()
         identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
         return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
@@ -288,6 +294,7 @@ class FilesNoteStore:
         self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
     ) -> Rewritten:
         _inside(scope, note_id)
+        scope.root.require_in_place()
         for _ in range(MERGE_ATTEMPTS):
             try:
                 return self._rewrite_once(scope, note_id, rewrite, change)
@@ -348,6 +355,7 @@ class FilesNoteStore:
         return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
 
     def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+        scope.root.require_in_place()
         version_ids = [e.version_id for e in entries]
         self.history.delete(txn, str(scope.workspace), version_ids)
         self._purge_saved(scope.root, version_ids)
@@ -361,6 +369,7 @@ class FilesNoteStore:
 
     def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
         root, workspace = scope.root, str(scope.workspace)
+        root.require_in_place()
         with self.ledger_for(workspace).critical_section() as txn:
             txn.lock_workspace(workspace)
             entry = root.stat_note(_inside(scope, note_id))
@@ -390,6 +399,7 @@ class FilesNoteStore:
         self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
     ) -> Note:
         root = scope.root
+        root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         require_owner(txn, scope)
         rows = txn.execute(
@@ -420,6 +430,7 @@ class FilesNoteStore:
         progress: ProgressSink | None = None,
     ) -> int:
         root = scope.root
+        root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         require_owner(txn, scope)
         for entry in entries:
@@ -447,6 +458,7 @@ class FilesNoteStore:
         principal: str,
         confirmation_id: str,
     ) -> TrashedNote:
+        scope.root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
         require_owner(txn, scope)
         try:

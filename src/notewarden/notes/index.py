@@ -59,6 +59,14 @@ in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note
 rename seen as a delete and a create: a pass handles the names that are gone before the others)
 is a move. The first build of a workspace records no changes: its notes count as modified at
 their mtime.
+
+Rule 10 (names and skips, issue 12): a note is a delete candidate when its title, its file stem
+or one of its aliases contains every word (`model.matched_name`), so the trigram table holds the
+title and the other names (stem and aliases) of each note: a lookup stays O(changes). Entries a
+listing skipped on purpose (a symbolic link, another filesystem) are kept per directory in
+`skipped`, so `notes_list` can say what it left out and why without listing anything again.
+Schema step 4 added both; it empties the index (a cache: Rule 1), and the next call rebuilds it
+as a first build.
 """
 
 from __future__ import annotations
@@ -72,7 +80,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -82,7 +90,7 @@ import inotify_simple
 from notewarden.ledger.sqlite import apply_migrations
 from notewarden.notes.links import anchor_found, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
-from notewarden.notes.model import Note, note_stem, title_matches
+from notewarden.notes.model import Note, matched_name, note_stem
 from notewarden.notes.store import (
     LinkView,
     NoteChange,
@@ -194,6 +202,28 @@ INDEX_MIGRATIONS: Sequence[str] = (
         workspace TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL, notes INTEGER NOT NULL,
         PRIMARY KEY (workspace, tag)
     ) WITHOUT ROWID
+    """,
+    # Rule 10: the trigram table gains the other names; skipped entries. Every note is read again.
+    """
+    DELETE FROM notes;
+    DELETE FROM dirs;
+    DELETE FROM workspaces;
+    DELETE FROM fts_stale;
+    DELETE FROM note_tags;
+    DELETE FROM note_aliases;
+    DELETE FROM note_links;
+    DELETE FROM tag_counts;
+    DROP TABLE notes_text;
+    CREATE VIRTUAL TABLE notes_text USING fts5(
+        title, path, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    DROP TABLE notes_titles;
+    CREATE VIRTUAL TABLE notes_titles USING fts5(title, names, tokenize = 'trigram');
+    CREATE TABLE skipped (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, dir TEXT NOT NULL, reason TEXT NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX skipped_by_dir ON skipped (workspace, dir)
     """,
 )
 
@@ -425,6 +455,8 @@ class IndexedNote:
     settled: bool
     snippet: str = ""
     score: float = 0.0
+    aliases: tuple[str, ...] = ()
+    """Filled by `titled` only (the candidate rule needs them)."""
 
     @classmethod
     def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0) -> IndexedNote:
@@ -686,7 +718,7 @@ class NoteIndex:
             f"SELECT {_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
             f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id LIMIT 500"
         )
-        params = [" OR ".join(_fts_phrase(w) for w in words), workspace, *bounds]
+        params = [f"title : ({' OR '.join(_fts_phrase(w) for w in words)})", workspace, *bounds]
 
         def run() -> list[IndexedNote]:
             rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
@@ -724,25 +756,35 @@ class NoteIndex:
         *,
         progress: ProgressSink | None = None,
     ) -> list[IndexedNote]:
-        """Notes whose title contains every word (case-insensitive substring), sorted by id.
+        """Notes one of whose names contains every word (Rule 10, `model.matched_name`: title, file
+        stem, aliases; case-insensitive substrings), sorted by id, with their aliases.
 
-        Words of three characters or more go through the trigram index; when a query has none, the
-        workspace's titles are scanned (the one case that costs O(notes))."""
+        Words of three characters or more go through the trigram index (a word in any name narrows
+        the rows; the rule then decides); when a query has none, the workspace's rows are scanned
+        (the one case that costs O(notes))."""
         within, bounds = _range("n.id", subtree)
         long = [w for w in words if len(w) >= 3]
+        aliases = (
+            "(SELECT json_group_array(a.alias) FROM note_aliases a WHERE a.workspace = n.workspace "
+            "AND a.note_id = n.id)"
+        )
         if long:
             sql = (
-                f"SELECT {_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
-                f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id"
+                f"SELECT {_COLUMNS}, {aliases} FROM notes_titles CROSS JOIN notes n "
+                f"ON n.rowid = notes_titles.rowid WHERE notes_titles MATCH ? AND n.workspace = ?{within} "
+                "ORDER BY n.id"
             )
             params: list[Any] = [" AND ".join(_fts_phrase(w) for w in long), workspace, *bounds]
         else:
-            sql = f"SELECT {_COLUMNS} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
+            sql = f"SELECT {_COLUMNS}, {aliases} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
             params = [workspace, *bounds]
 
         def run() -> list[IndexedNote]:
-            rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
-            return [n for n in rows if title_matches(n.title, words)]
+            rows = (
+                replace(IndexedNote.of(r), aliases=tuple(json.loads(r[7])))
+                for r in self._db.execute(sql, params)
+            )
+            return [n for n in rows if matched_name(n.id, n.title, n.aliases, words) is not None]
 
         return self._checked(workspace, root, run, progress)
 
@@ -768,6 +810,23 @@ class NoteIndex:
             return [IndexedNote.of(r) for r in self._db.execute(sql, params)]
 
         return self._checked(workspace, root, run, progress)
+
+    def skipped(self, workspace: str, subtree: str) -> list[tuple[str, str]]:
+        """(path, reason) of every entry the listings left out on purpose below `subtree`, or that
+        is `subtree` or one of its parents (a folder named through a symlink lists nothing, and says
+        why), by path, as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
+        within, bounds = _range("path", subtree)
+        parts = subtree.split("/") if subtree else []
+        above = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        either = f"path IN ({', '.join('?' * len(above))}) OR (1{within})" if above else "1"
+        with self._lock:
+            return [
+                (str(path), str(reason))
+                for path, reason in self._db.execute(
+                    f"SELECT path, reason FROM skipped WHERE workspace = ? AND ({either}) ORDER BY path",
+                    (workspace, *above, *bounds),
+                )
+            ]
 
     def _checked(
         self,
@@ -923,6 +982,8 @@ class NoteIndex:
                     dirty_dirs.add(directory)
                 elif _is_note_path(child):
                     dirty_files.add(child)
+                elif event.mask & _STRUCTURAL and not event.name.startswith("."):
+                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 10)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
         if dirty_files:
@@ -1016,6 +1077,11 @@ class NoteIndex:
         listed = {entry.path: entry for entry in listing.notes}
         for gone in known.keys() - listed.keys():
             self._forget_note(workspace, gone)
+        self._db.execute("DELETE FROM skipped WHERE workspace = ? AND dir = ?", (workspace, path))
+        self._db.executemany(
+            "INSERT INTO skipped (workspace, path, dir, reason) VALUES (?, ?, ?, ?)",
+            [(workspace, skipped, path, reason) for skipped, reason in listing.skipped],
+        )
         return [
             (note_id, old)
             for note_id, entry in listed.items()
@@ -1111,7 +1177,10 @@ class NoteIndex:
             "INSERT INTO notes_text (rowid, title, path, body) VALUES (?, ?, ?, ?)",
             (rowid, title, note_id, body),
         )
-        self._db.execute("INSERT INTO notes_titles (rowid, title) VALUES (?, ?)", (rowid, title))
+        self._db.execute(
+            "INSERT INTO notes_titles (rowid, title, names) VALUES (?, ?, ?)",
+            (rowid, title, "\n".join((note_stem(note_id), *facts.aliases))),
+        )
         self._store_facts(workspace, note_id, facts, body, fresh=known is None)
 
     def _change_of(
@@ -1319,6 +1388,7 @@ class NoteIndex:
         if path:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
+        self._db.execute(f"DELETE FROM skipped WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
         watcher = live.watcher if live is not None else None
         if watcher is not None:
             below = path + "/"

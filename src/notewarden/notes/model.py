@@ -1,10 +1,15 @@
-"""The note model shared by every store: identity, title and the candidate rule.
+"""The note model shared by every store: identity, names and the candidate rule.
 
 A note's id is its path relative to the workspace root, in POSIX form
 (`reports/tps.md`). Its title is the front-matter `title:`, else the first level-1
 heading as CommonMark reads the note (never one inside code, a comment or front matter),
-else the file stem (`notes.markdown`). A note matches a title query when its title contains
-every word of the query, case-insensitively.
+else the file stem (`notes.markdown`); its aliases are the front matter's `aliases`.
+
+The candidate rule (`matched_name`), which every store applies and the delete form shows: a
+note matches a title query when one of its names contains every word of the query,
+case-insensitively, each name taken alone: its title, else its file name (the stem: in a vault
+most notes have no `# ` heading and people call a note by its file name), else one of its
+aliases. The first name that matches is the one the form names.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from notewarden.notes.markdown import title_of
+from notewarden.notes.markdown import aliases_of, json_value, split_front_matter, title_of
 from notewarden.scope.fsroot import FileIdentity
 
 __all__ = [
@@ -22,8 +27,10 @@ __all__ = [
     "Note",
     "compose_note",
     "content_version",
+    "extract_names",
     "extract_title",
     "match_words",
+    "matched_name",
     "note_stem",
     "search_terms",
     "title_matches",
@@ -53,6 +60,7 @@ class Note:
     id: str
     title: str
     identity: FileIdentity
+    aliases: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -66,6 +74,17 @@ class Note:
 def extract_title(head: bytes, note_id: str) -> str:
     """The note's title from the first `TITLE_SCAN_BYTES` of its content (`markdown` Rule 4)."""
     return title_of(head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace"), note_stem(note_id))
+
+
+def extract_names(head: bytes, note_id: str) -> tuple[str, tuple[str, ...]]:
+    """The note's title and aliases (`markdown` Rules 4 and 7) from the first `TITLE_SCAN_BYTES`."""
+    text = head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace")
+    front = split_front_matter(text)
+    try:
+        properties = json_value(front.data) if front is not None and front.data is not None else None
+    except ValueError:  # a block that expands too far has no usable aliases
+        properties = None
+    return title_of(text, note_stem(note_id)), tuple(aliases_of(properties))
 
 
 def note_stem(note_id: str) -> str:
@@ -105,3 +124,14 @@ def content_version(data: bytes) -> str:
 def title_matches(title: str, words: Iterable[str]) -> bool:
     folded = title.casefold()
     return all(w in folded for w in words)
+
+
+def matched_name(note_id: str, title: str, aliases: Iterable[str], words: Iterable[str]) -> str | None:
+    """The candidate rule (module docstring): which name of the note contains every word, as the
+    form says it ("title", "file name", "alias “…”"), or None when no name does."""
+    words = tuple(words)
+    if title_matches(title, words):
+        return "title"
+    if title_matches(note_stem(note_id), words):
+        return "file name"
+    return next((f"alias “{alias}”" for alias in aliases if title_matches(alias, words)), None)

@@ -42,10 +42,12 @@ row whose id breaks the path rules is derived with no title and is never listed.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from notewarden.confirm.state import Candidate
@@ -60,6 +62,7 @@ from notewarden.notes.derived import (
     title_patterns,
 )
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
+from notewarden.notes.markdown import aliases_of
 from notewarden.notes.model import Note
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
@@ -74,6 +77,7 @@ from notewarden.notes.store import (
     Rewritten,
     SearchHit,
     SearchMatch,
+    SkippedEntry,
     TagCount,
     TrashedNote,
     VersionConflict,
@@ -158,10 +162,10 @@ def _sql(dialect: str) -> dict[str, str]:
 
 
 _SQLITE_QUERIES = {
-    "titled_trigram": f"SELECT {_COLUMNS['sqlite']} FROM notes_title_fts t CROSS JOIN notes n "
+    "titled_trigram": f"SELECT {_COLUMNS['sqlite']}, n.front_matter FROM notes_title_fts t CROSS JOIN notes n "
     "ON n.id = t.rowid WHERE notes_title_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} "
     "AND EXISTS (SELECT 1 FROM json_each(n.title_keys) k WHERE {contains}) ORDER BY n.path",
-    "titled_grams": f"SELECT {_COLUMNS['sqlite']} FROM notes_gram_fts g CROSS JOIN notes n "
+    "titled_grams": f"SELECT {_COLUMNS['sqlite']}, n.front_matter FROM notes_gram_fts g CROSS JOIN notes n "
     "ON n.id = g.rowid WHERE notes_gram_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} "
     "AND EXISTS (SELECT 1 FROM json_each(n.title_keys) k WHERE {contains}) ORDER BY n.path",
     # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 5)
@@ -178,10 +182,10 @@ _SQLITE_QUERIES = {
 }
 
 _POSTGRES_QUERIES = {
-    "titled_trigram": f"SELECT {_COLUMNS['postgres']} FROM notes n WHERE n.workspace = ? "
+    "titled_trigram": f"SELECT {_COLUMNS['postgres']}, n.front_matter FROM notes n WHERE n.workspace = ? "
     "AND n.title IS NOT NULL{within}{likes} AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
-    "titled_grams": f"SELECT {_COLUMNS['postgres']} FROM notes n WHERE n.workspace = ? "
+    "titled_grams": f"SELECT {_COLUMNS['postgres']}, n.front_matter FROM notes n WHERE n.workspace = ? "
     "AND n.title IS NOT NULL{within} AND n.title_grams @> ?::text[] AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
     "search": f"SELECT {_PAGE_COLUMNS}, ts_headline('simple', left(n.body, {SNIPPET_SCAN_CHARS}), page.query, "
@@ -274,6 +278,12 @@ def _within(subtree: str) -> tuple[str, tuple[str, ...]]:
     if not subtree:
         return "", ()
     return " AND n.path >= ? AND n.path < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    """A `front_matter` column as a mapping: JSON text on SQLite, decoded already on PostgreSQL."""
+    decoded = json.loads(value) if isinstance(value, str) else value
+    return decoded if isinstance(decoded, dict) else None
 
 
 def _note(row: Sequence[Any]) -> Note:
@@ -398,7 +408,14 @@ class SqlNoteStore:
                 sql["titled_grams"].format(within=within), [workspace, *bounds, short, patterns]
             )
 
-        return [_note(row) for row in self._query(scope, run, progress)]
+        return [
+            replace(_note(row), aliases=tuple(aliases_of(_json_object(row[-1]))))
+            for row in self._query(scope, run, progress)
+        ]
+
+    def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
+        """Rows are not folders: nothing is ever skipped."""
+        return []
 
     def search(
         self,

@@ -48,6 +48,7 @@ __all__ = [
     "Rewrite",
     "Rewritten",
     "SearchHit",
+    "SkippedEntry",
     "TagCount",
     "TrashedNote",
     "VersionConflict",
@@ -70,6 +71,14 @@ class TrashedNote:
     size: int = 0
     identity: FileIdentity | None = None
     """What the trash entry was when listed: a purge confirmed for it refuses another file."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedEntry:
+    """Something in a workspace folder that a listing leaves out on purpose, and why."""
+
+    id: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -221,6 +230,11 @@ class NoteStore(Protocol):
         """Every note inside the scope's subtree, sorted by id."""
         ...
 
+    def skipped(self, scope: WorkspaceScope) -> Sequence[SkippedEntry]:
+        """What the last listing of the scope left out on purpose (a symlinked folder, another
+        filesystem), by id; empty for stores whose workspaces are not folders."""
+        ...
+
     def move_to_trash(
         self,
         txn: LedgerTxn,
@@ -245,8 +259,9 @@ class NoteStore(Protocol):
     def find_titled(
         self, scope: WorkspaceScope, words: Sequence[str], *, progress: ProgressSink | None = None
     ) -> Sequence[Note]:
-        """Every note in the scope whose title contains every word (`model.title_matches`), by id,
-        each re-checked against its current identity (never a note that is gone)."""
+        """Every note in the scope one of whose names contains every word (`model.matched_name`:
+        title, file stem, aliases), by id, with its aliases, each re-checked against its current
+        identity (never a note that is gone)."""
         ...
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> Sequence[Note]:

@@ -11,7 +11,9 @@ Rules:
 4. The MCP retry trusts only this record: an `accept` from the client means the user
    agreed to open the URL, never that the step is done.
 
-SQLite in `<state_dir>/publish.sqlite3`, shared by every process using the state dir.
+SQLite in `<state_dir>/publish.sqlite3`, shared by every process using the state dir, through a
+bounded pool of connections (`ledger.sqlite.SqlitePool`). Every method does file I/O: the tools
+call them in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from __future__ import annotations
 import enum
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from notewarden.ledger.sqlite import apply_migrations
+from notewarden.ledger.sqlite import SqlitePool, apply_migrations
 from notewarden.publish.vault import Sealer, credential_binding, credential_sealer
 
 __all__ = ["AskedBy", "Completion", "ConnectionStatus", "Connections", "PendingConnection"]
@@ -61,6 +63,8 @@ MIGRATIONS: Sequence[str] = (
     """,
 )
 _KEEP_FINISHED_SECONDS = 86400.0
+POOL_SIZE = 4
+BUSY_TIMEOUT_SECONDS = 10.0
 
 
 class ConnectionStatus(enum.Enum):
@@ -101,35 +105,28 @@ class PendingConnection:
 
 
 class Connections:
-    def __init__(self, path: Path, keys: Sequence[bytes]) -> None:
+    def __init__(self, path: Path, keys: Sequence[bytes], *, pool_size: int = POOL_SIZE) -> None:
         self.path = path
         self._sealer: Sealer = credential_sealer(keys)
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._all: list[sqlite3.Connection] = []
-        apply_migrations(self._db(), "publish", MIGRATIONS)
-
-    def _db(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA busy_timeout = 10000")
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        return conn
+        self.pool = SqlitePool(path, size=pool_size, timeout=BUSY_TIMEOUT_SECONDS, setup=_setup)
+        with self.pool.connection() as conn:
+            apply_migrations(conn, "publish", MIGRATIONS)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._db()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        with self.pool.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _read_one(self, sql: str, params: tuple[object, ...]) -> tuple[Any, ...] | None:
+        with self.pool.connection() as conn:
+            row: tuple[Any, ...] | None = conn.execute(sql, params).fetchone()
+            return row
 
     def start(
         self, principal: str, target: str, ttl: float, asked_by: AskedBy | None = None
@@ -162,14 +159,10 @@ class Connections:
         return pending
 
     def get(self, connection_id: str) -> PendingConnection | None:
-        row = (
-            self._db()
-            .execute(
-                "SELECT connection_id, principal, target, created_at, expires_at, status, "
-                "note_id, note_title, tool, client FROM publish_connections WHERE connection_id = ?",
-                (connection_id,),
-            )
-            .fetchone()
+        row = self._read_one(
+            "SELECT connection_id, principal, target, created_at, expires_at, status, "
+            "note_id, note_title, tool, client FROM publish_connections WHERE connection_id = ?",
+            (connection_id,),
         )
         if row is None:
             return None
@@ -214,13 +207,8 @@ class Connections:
             )
 
     def credential(self, principal: str, target: str) -> str | None:
-        row = (
-            self._db()
-            .execute(
-                "SELECT sealed FROM publish_credentials WHERE principal = ? AND target = ?",
-                (principal, target),
-            )
-            .fetchone()
+        row = self._read_one(
+            "SELECT sealed FROM publish_credentials WHERE principal = ? AND target = ?", (principal, target)
         )
         if row is None:
             return None
@@ -235,8 +223,9 @@ class Connections:
             )
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-        self._local = threading.local()
+        self.pool.close()
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")

@@ -11,7 +11,8 @@ names starting with ``.nw-tmp-`` are reserved.
 Anything else raises ``PathRejected`` before any system call is made.
 
 Rule 2: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
-listed, and using one as a parent or as the note itself raises ``EscapeBlocked``. Intermediate components
+listed as notes or folders (``list_dir`` reports each in ``skipped``, with why), and using one as a parent
+or as the note itself raises ``EscapeBlocked``. Intermediate components
 are resolved with ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 RESOLVE_NO_XDEV)``; where openat2 is unavailable (ENOSYS, or EPERM/EINVAL/E2BIG from seccomp filters), or
 when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY``. The last component is
@@ -58,6 +59,13 @@ inode that is listed, never on whatever a path names later.
 
 Rule 10: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
+
+Rule 11: a root remembers the path it was opened from, and ``require_in_place`` (which callers run
+before every change they make) compares what that path names now, without following a symlink,
+with the held directory. A folder renamed away and replaced by another directory or a symlink, or
+simply gone, raises ``WorkspaceMoved`` (naming the workspace by the label its opener gave, never
+by path) and is logged: the held fd would otherwise keep writing into a folder the operator moved
+away. Reads go on from the held directory, the one that was configured and opened (Rule 3).
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import logging
 import os
 import platform
 import re
@@ -72,13 +81,15 @@ import secrets
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final
 
 __all__ = [
     "HISTORY_DIR_NAME",
     "NOTE_SUFFIXES",
+    "SKIPPED_OTHER_FILESYSTEM",
+    "SKIPPED_SYMLINK",
     "TRASH_DIR_NAME",
     "TRASH_JOURNAL_NAME",
     "TRASH_OWNER_NAME",
@@ -93,10 +104,13 @@ __all__ = [
     "NoteExists",
     "NoteMissing",
     "PathRejected",
+    "WorkspaceMoved",
     "WorkspaceRoot",
     "split_dir",
     "split_relative",
 ]
+
+logger = logging.getLogger(__name__)
 
 TRASH_DIR_NAME: Final = ".notewarden-trash"
 TRASH_JOURNAL_NAME: Final = "~intents"
@@ -165,6 +179,10 @@ class NoteExists(FsError):
     """An exclusive create, restore or quarantine found its target name taken."""
 
 
+class WorkspaceMoved(FsError):
+    """The workspace's configured path no longer names the directory this root holds (Rule 11)."""
+
+
 @dataclass(frozen=True, slots=True)
 class FileIdentity:
     """What makes a confirmed file that file: its inode plus the content version callers saw."""
@@ -204,6 +222,14 @@ class DirListing:
     """(relative path, stamp from the parent's listing) of each addressable subdirectory."""
     entries: int
     """How many directory entries were read, listed or not."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(relative path, why) of each visible entry left out on purpose: a symlink, another filesystem."""
+
+
+SKIPPED_SYMLINK: Final = (
+    "a symbolic link: not followed (notewarden never follows symlinks, not even inside the workspace)"
+)
+SKIPPED_OTHER_FILESYSTEM: Final = "on another filesystem (a mount point): not read"
 
 
 def split_dir(path: str) -> tuple[str, ...]:
@@ -415,19 +441,24 @@ def _escape(display: str) -> EscapeBlocked:
 class WorkspaceRoot:
     """An open workspace directory; every operation resolves beneath it (see the module rules)."""
 
-    __slots__ = ("_dev", "_fd", "_ino", "_mnt", "_resolver")
+    __slots__ = ("_dev", "_fd", "_ino", "_label", "_mnt", "_path", "_resolver")
 
-    def __init__(self, fd: int, resolver: str) -> None:
+    def __init__(self, fd: int, resolver: str, path: str | None = None, label: str | None = None) -> None:
         st = os.fstat(fd)
         self._fd: int | None = fd
         self._dev = st.st_dev
         self._ino = st.st_ino
         self._mnt = _mount_id(fd)
         self._resolver = resolver
+        self._path = path
+        self._label = label or "workspace"
 
     @classmethod
-    def open(cls, path: str, *, force_fallback: bool | None = None) -> WorkspaceRoot:
-        """Open an operator-configured absolute directory. Its last component must not be a symlink."""
+    def open(
+        cls, path: str, *, force_fallback: bool | None = None, label: str | None = None
+    ) -> WorkspaceRoot:
+        """Open an operator-configured absolute directory. Its last component must not be a symlink.
+        ``label`` names the workspace in ``WorkspaceMoved`` (its URI, which the caller already knows)."""
         if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
             raise PathRejected("workspace root must be an absolute path without NUL characters")
         if force_fallback is None:
@@ -446,7 +477,7 @@ class WorkspaceRoot:
             raise _generic("workspace root", exc) from exc
         try:
             resolver = "walk" if force_fallback or not _probe_openat2(fd) else "openat2"
-            return cls(fd, resolver)
+            return cls(fd, resolver, path, label)
         except BaseException:
             os.close(fd)
             raise
@@ -487,6 +518,34 @@ class WorkspaceRoot:
             raise EscapeBlocked("workspace root is not the directory that was confirmed")
         if st.st_nlink == 0:
             raise EscapeBlocked("workspace root directory has been removed")
+
+    def require_in_place(self) -> None:
+        """Rule 11: the configured path still names the held directory, or ``WorkspaceMoved``."""
+        if self._path is None:
+            return
+        try:
+            st: os.stat_result | None = os.stat(self._path, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (self._dev, self._ino):
+            return
+        if st is None:
+            now = "is gone"
+        elif stat.S_ISLNK(st.st_mode):
+            now = "is now a symbolic link"
+        elif stat.S_ISDIR(st.st_mode):
+            now = "is now another directory"
+        else:
+            now = "is no longer a directory"
+        logger.warning(
+            "workspace folder renamed or replaced since start-up: changes refused",
+            extra={"event": "workspace_moved", "workspace": self._label, "found": now},
+        )
+        raise WorkspaceMoved(
+            f"{self._label}: its folder was renamed or replaced after notewarden opened it (the configured "
+            f"path {now}); nothing was changed. Put the folder back, or restart notewarden to serve what "
+            "is at that path now"
+        )
 
     # Resolution
 
@@ -659,6 +718,7 @@ class WorkspaceRoot:
                 entries = list(it)
             notes: list[NoteEntry] = []
             subdirs: list[tuple[str, DirStamp]] = []
+            skipped: list[tuple[str, str]] = []
             for entry in entries:
                 name = entry.name
                 rel = "/".join((*parts, name))
@@ -668,7 +728,11 @@ class WorkspaceRoot:
                     est = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                if stat.S_ISLNK(est.st_mode):
+                    skipped.append((rel, SKIPPED_SYMLINK))
+                    continue
                 if est.st_dev != self._dev:
+                    skipped.append((rel, SKIPPED_OTHER_FILESYSTEM))
                     continue
                 if stat.S_ISDIR(est.st_mode):
                     subdirs.append((rel, DirStamp(est.st_ino, est.st_mtime_ns)))
@@ -681,7 +745,7 @@ class WorkspaceRoot:
                             continue
                     notes.append(NoteEntry(rel, FileIdentity.of(est), est.st_nlink))
             return DirListing(
-                "/".join(parts), DirStamp(st.st_ino, st.st_mtime_ns), notes, subdirs, len(entries)
+                "/".join(parts), DirStamp(st.st_ino, st.st_mtime_ns), notes, subdirs, len(entries), skipped
             )
         finally:
             os.close(dfd)

@@ -6,8 +6,8 @@ arguments, `clientInfo` or anything else a client writes.
 Rule 2: a workspace URI never authorizes itself. It is parsed strictly (`uri`), then
 matched by path components against the principal's grants from configuration.
 Rule 3: authorization is re-evaluated on every round of every call against the live
-configuration (the file is re-read when it changes), so a revocation between the two
-rounds of a confirmation wins.
+configuration (the file is re-read when it changes, see `Grants`), so a revocation between
+the two rounds of a confirmation wins.
 Rule 4: errors name what the caller sent and what *this* principal is granted, never
 what any other principal may use.
 
@@ -19,17 +19,31 @@ way, but no directory is opened and the scope has none (`DATABASE_WORKSPACE_IDEN
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from notewarden.config import Config, load_config
-from notewarden.scope.fsroot import WorkspaceRoot
+import anyio.to_thread
+import inotify_simple
+
+from notewarden.config import Config, ConfigError, load_config
+from notewarden.scope.fsroot import EscapeBlocked, FsError, NotARegularFile, NoteMissing, WorkspaceRoot
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
-__all__ = ["DATABASE_WORKSPACE_IDENTITY", "AuthorizationError", "Grants", "ScopeError", "WorkspaceScope"]
+__all__ = [
+    "DATABASE_WORKSPACE_IDENTITY",
+    "AuthorizationError",
+    "ConfigUnavailable",
+    "Grants",
+    "ScopeError",
+    "WorkspaceScope",
+    "check_workspace_folders",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +54,17 @@ class ScopeError(Exception):
 
 class AuthorizationError(Exception):
     """The principal may not use the named workspace."""
+
+
+class ConfigUnavailable(Exception):
+    """The configuration file became invalid while running: nothing is granted until it is fixed."""
+
+
+_WHY_NOT_OPENED: dict[type[FsError], str] = {
+    NoteMissing: "does not exist; create it, or remove the entry",
+    EscapeBlocked: "is a symbolic link; configure the directory it points to",
+    NotARegularFile: "is not a directory",
+}
 
 
 DATABASE_WORKSPACE_IDENTITY = (0, 0)
@@ -88,32 +113,100 @@ class WorkspaceScope:
 
 
 class Grants:
-    """Live grants: configuration plus one open directory handle per configured workspace."""
+    """Live grants: configuration plus one open directory handle per configured workspace.
+
+    The configuration file is watched, never read on the event loop (Rule 3 without blocking):
+    `refresh`, awaited once at the start of every request, asks an inotify watch on the file's
+    folder whether anything happened there (a non-blocking read of the inotify descriptor, no
+    filesystem access) and, when something did, re-reads the file in a worker thread. The request
+    that noticed the change waits for that read, so a revocation saved before a request started
+    wins; requests that arrive while a read is under way are answered under the configuration as it
+    was (an edit takes effect when it has been read), so a slow read delays nothing else. Where
+    inotify is unavailable, and at least once a second anyway (network filesystems report no
+    events), the file's stamp is compared in a worker thread instead. A file that no longer parses
+    refuses every grant until it is fixed (`problem` says so; HTTP answers 503).
+    """
 
     def __init__(self, config: Config, *, reload: Callable[[Path], Config] = load_config) -> None:
         self._config = config
         self._reload = reload
-        self._mtime_ns = self._source_mtime(config)
+        self._stamp = _stamp(config.source)
+        self._checked_at = time.monotonic()
+        self._reloading = False
+        self._reload_lock = threading.Lock()
+        self._watch = ConfigWatch.start(config.source) if config.source is not None else None
         self._roots: dict[FileUri, WorkspaceRoot] = {}
-        self._lock = threading.Lock()
+        self._roots_lock = threading.Lock()
         self._directories = config.storage.workspaces_are_directories  # [storage] applies at start-up
+        self.problem: str | None = None
+        """Why every request is refused (the file stopped parsing), in words safe to show a client."""
 
     @property
     def config(self) -> Config:
         return self._config
 
-    def current_config(self) -> Config:
-        """The live configuration, re-read first if the file changed (Rule 3)."""
-        return self._current()
+    async def refresh(self) -> None:
+        """Bring the configuration up to date with its file before a request uses it (see the class)."""
+        if self._config.source is None or self._reloading:
+            return
+        forced = self._watch is not None and self._watch.names_changed()
+        if self._watch is not None and self._watch.broken:
+            self._watch.close()
+            self._watch = None
+        stale = self._watch is None or time.monotonic() - self._checked_at >= RECHECK_SECONDS
+        if not (forced or stale or (self._watch is not None and self._watch.something_changed)):
+            return
+        self._reloading = True
+        try:
+            await anyio.to_thread.run_sync(functools.partial(self.reload_if_changed, force=forced))
+        finally:
+            self._reloading = False
+
+    def reload_if_changed(self, *, force: bool = False, wait: bool = True) -> Config:
+        """Re-read the file if its stamp changed (or `force`); blocking, for worker threads. With
+        `wait=False`, a read already under way in another thread is not waited for."""
+        source = self._config.source
+        if source is None or not self._reload_lock.acquire(blocking=wait):
+            return self._config
+        try:
+            stamp = _stamp(source)
+            self._checked_at = time.monotonic()
+            if self._watch is not None:
+                self._watch.something_changed = False
+            if stamp == self._stamp and not force:
+                return self._config
+            self._stamp = stamp
+            try:
+                fresh = self._reload(source)
+            except Exception as exc:  # a broken edit must not widen or crash anything
+                logger.error("config reload failed; every grant is refused until fixed: %s", exc)
+                self._config = _without_grants(self._config)
+                self.problem = BROKEN_CONFIG
+                return self._config
+            self.problem = None
+            if fresh == self._config:
+                return fresh
+            logger.info("config reloaded from %s", source)
+            if fresh.storage != self._config.storage:
+                logger.warning("[storage] changed in %s; it takes effect at the next start", source)
+            self._config = fresh
+        finally:
+            self._reload_lock.release()
+        for workspace in fresh.workspaces:  # open new folders here, not on the event loop
+            with contextlib.suppress(FsError):
+                self.directory(workspace)
+        return fresh
 
     def authorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
-        """Parse, authorize and contain `workspace_uri` for `principal`, or raise saying why not."""
+        """Parse, authorize and contain `workspace_uri` for `principal`, or raise saying why not.
+        Uses the configuration `refresh` last loaded: no file is read here."""
         try:
             uri = parse_file_uri(workspace_uri)
         except UriError as exc:
             raise ScopeError(f"workspaceUri is not acceptable: {exc}") from None
-        config = self._current()
-        grant = config.principals.get(principal)
+        if self.problem is not None:
+            raise ConfigUnavailable(self.problem)
+        grant = self._config.principals.get(principal)
         granted = grant.workspaces if grant is not None else ()
         for workspace in granted:
             below = uri.relative_to(workspace)
@@ -124,61 +217,146 @@ class Grants:
             f"workspace {uri} is not granted to principal {principal}; granted: {listing}"
         )
 
+    def reauthorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
+        """`authorize_workspace` after re-reading a changed file: for a commit in a worker thread,
+        which may come long after its request started (a 2025-11-25 session's live question). A read
+        another thread has under way is not waited for: a commit holds the ledger's lock."""
+        self.reload_if_changed(wait=False)
+        return self.authorize_workspace(principal, workspace_uri)
+
     def granted_workspaces(self, principal: str) -> tuple[FileUri, ...]:
-        grant = self._current().principals.get(principal)
+        grant = self._config.principals.get(principal)
         return grant.workspaces if grant is not None else ()
 
     def open_all(self) -> None:
-        """Open every configured workspace now, so a missing folder fails at start-up."""
-        for workspace in self._config.workspaces:
-            self.directory(workspace)
+        """Open every configured workspace now, so a missing folder fails at start-up: a
+        `ConfigError` naming the folder and its config entry (the CLI prints it, exit 2)."""
+        for number, workspace in enumerate(self._config.workspaces, 1):
+            try:
+                self.directory(workspace)
+            except FsError as exc:
+                source = self._config.source
+                entry = (
+                    f'{source}: [[workspace]] #{number} uri = "{workspace}"'
+                    if source is not None
+                    else f"--workspace {workspace.path}"
+                )
+                why = _WHY_NOT_OPENED.get(type(exc), f"cannot be opened ({exc})")
+                raise ConfigError(f"{entry}: the folder {workspace.path} {why}") from None
 
     def directory(self, workspace: FileUri) -> WorkspaceRoot | None:
         """The workspace's open folder, or `None` when notes live in a database (no folder needed)."""
         return self.root(workspace) if self._directories else None
 
     def close(self) -> None:
-        with self._lock:
+        if self._watch is not None:
+            self._watch.close()
+        with self._roots_lock:
             for root in self._roots.values():
                 root.close()
             self._roots.clear()
 
     def root(self, workspace: FileUri) -> WorkspaceRoot:
-        with self._lock:
-            root = self._roots.get(workspace)
-            if root is None:
-                root = WorkspaceRoot.open(workspace.path)
-                self._roots[workspace] = root
+        root = self._roots.get(workspace)
+        if root is not None:
             return root
+        opened = WorkspaceRoot.open(workspace.path, label=f"workspace {workspace}")
+        with self._roots_lock:
+            root = self._roots.setdefault(workspace, opened)
+        if root is not opened:  # another thread opened it first
+            opened.close()
+        return root
 
-    def _current(self) -> Config:
-        source = self._config.source
-        if source is None:
-            return self._config
-        mtime = self._source_mtime(self._config)
-        if mtime != self._mtime_ns:
-            with self._lock:
-                try:
-                    fresh = self._reload(source)
-                except Exception as exc:  # a broken edit must not widen or crash anything
-                    logger.error("config reload failed; every grant is refused until fixed: %s", exc)
-                    self._mtime_ns = mtime
-                    self._config = _without_grants(self._config)
-                else:
-                    logger.info("config reloaded from %s", source)
-                    if fresh.storage != self._config.storage:
-                        logger.warning("[storage] changed in %s; it takes effect at the next start", source)
-                    self._config, self._mtime_ns = fresh, mtime
-        return self._config
 
-    @staticmethod
-    def _source_mtime(config: Config) -> int | None:
-        if config.source is None:
+class ConfigWatch:
+    """inotify on the folder(s) of the config file: whether anything may have changed, answered
+    without touching the filesystem. Any trouble (no inotify, a watch dropped, a queue overflow)
+    turns it off for good, and `Grants` compares stamps on every request instead."""
+
+    def __init__(self, inotify: inotify_simple.INotify, names: set[str]) -> None:
+        self._inotify = inotify
+        self._names = names
+        self.something_changed = False
+        """An event about another entry of the folder (a symlink swapped in, as Kubernetes does)."""
+        self.broken = False
+        """A watched folder went away (removed, unmounted): the watch can no longer tell."""
+
+    @classmethod
+    def start(cls, source: Path) -> ConfigWatch | None:
+        paths = {source.absolute(), source.resolve()}
+        try:
+            inotify = inotify_simple.INotify(nonblocking=True)
+        except OSError as exc:
+            logger.warning("config file not watched (%s); its stamp is checked on every request", exc)
             return None
         try:
-            return config.source.stat().st_mtime_ns
+            for folder in {p.parent for p in paths}:
+                inotify.add_watch(str(folder), _CONFIG_EVENTS)
+        except OSError as exc:
+            inotify.close()
+            logger.warning("config file not watched (%s); its stamp is checked on every request", exc)
+            return None
+        return cls(inotify, {p.name for p in paths})
+
+    def names_changed(self) -> bool:
+        """Drain the events: True when one names the config file (or the watch can no longer tell)."""
+        try:
+            events = self._inotify.read(timeout=0)
         except OSError:
-            return -1
+            events = []
+        named = False
+        for event in events:
+            if event.mask & (inotify_simple.flags.Q_OVERFLOW | inotify_simple.flags.IGNORED):
+                named = self.something_changed = True
+                self.broken = self.broken or bool(event.mask & inotify_simple.flags.IGNORED)
+            elif event.name in self._names:
+                named = True
+            else:
+                self.something_changed = True
+        return named
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._inotify.close()
+
+
+_CONFIG_EVENTS = (
+    inotify_simple.flags.CLOSE_WRITE
+    | inotify_simple.flags.MOVED_TO
+    | inotify_simple.flags.MOVED_FROM
+    | inotify_simple.flags.CREATE
+    | inotify_simple.flags.DELETE
+    | inotify_simple.flags.ATTRIB
+    | inotify_simple.flags.DELETE_SELF
+    | inotify_simple.flags.MOVE_SELF
+    | inotify_simple.flags.ONLYDIR
+)
+RECHECK_SECONDS = 1.0
+"""Even with a watch, the file's stamp is compared this often (network filesystems send no events)."""
+BROKEN_CONFIG = (
+    "the server's configuration file no longer parses after an edit; every request is refused until "
+    "the operator fixes it"
+)
+
+
+def _stamp(source: Path | None) -> tuple[int, ...] | None:
+    if source is None:
+        return None
+    try:
+        st = source.stat()
+    except OSError:
+        return (-1,)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def check_workspace_folders(config: Config) -> None:
+    """Before anything else starts (and logs): every workspace folder opens, else a `ConfigError`
+    that names the folder and its config entry."""
+    grants = Grants(config)
+    try:
+        grants.open_all()
+    finally:
+        grants.close()
 
 
 def _without_grants(config: Config) -> Config:

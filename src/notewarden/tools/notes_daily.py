@@ -50,7 +50,7 @@ class DailyTool:
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-        settings = self.services.grants.current_config().daily_notes.get(scope.workspace, DailyNotes())
+        settings = self.services.grants.config.daily_notes.get(scope.workspace, DailyNotes())
         day = _day(call.arguments.get("date"))
         content, created = await anyio.to_thread.run_sync(self._open_or_create, scope, settings, day)
         return complete(

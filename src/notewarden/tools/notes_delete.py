@@ -46,7 +46,7 @@ from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState,
 from notewarden.display import visible
 from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
-from notewarden.notes.model import match_words
+from notewarden.notes.model import match_words, matched_name
 from notewarden.notes.store import TrashedNote
 from notewarden.scope.fsroot import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
@@ -83,8 +83,8 @@ INPUT_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "maxLength": 200,
             "pattern": r"\S",
-            "description": "Words of the note's title; a note matches when its title contains every word "
-            "(case-insensitive).",
+            "description": "Words of the note's title; a note matches when its title, its file name or one "
+            "of its aliases contains every word (case-insensitive).",
         },
         "noteIds": {
             "type": "array",
@@ -219,7 +219,7 @@ class DeleteTool:
                     raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
                 pause_point("after_claim")
                 if outcome.mutates:
-                    scope = self.services.grants.authorize_workspace(
+                    scope = self.services.grants.reauthorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
                     )
                     scope.verify_identity(state.workspace_identity)
@@ -266,7 +266,7 @@ class DeleteTool:
         else:
             text = "Not confirmed: nothing was deleted."
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=structured
+            content=[types.TextContent(type="text", text=visible(text))], structured_content=structured
         )
 
 
@@ -333,12 +333,17 @@ def find_candidates(
     if query is None:
         assert note_ids is not None
         return [Candidate(n.id, n.title, n.identity) for n in services.store.notes_by_id(scope, note_ids)]
-    found = [
-        Candidate(n.id, n.title, n.identity) for n in services.store.find_titled(scope, match_words(query))
-    ]
+    words = match_words(query)
+    found = []
+    for note in services.store.find_titled(scope, words):
+        matched = matched_name(note.id, note.title, note.aliases, words)
+        found.append(
+            Candidate(note.id, note.title, note.identity, "" if matched == "title" else matched or "")
+        )
     if not found:
         raise ToolFailure(
-            "no_match", f"no note in {scope.uri} has a title containing every word of “{query}”"
+            "no_match",
+            f"no note in {scope.uri} has a title, file name or alias containing every word of “{query}”",
         )
     if len(found) > MAX_CANDIDATES:
         raise ToolFailure(

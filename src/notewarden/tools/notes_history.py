@@ -50,10 +50,9 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object, version_conflict
-from notewarden.tools.notes_list import iso8601
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, tool_error
-from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, already_used, complete, receipt
+from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, already_used, complete, iso8601, receipt
 
 __all__ = ["PHASE", "notes_history", "notes_history_purge", "notes_revert"]
 

@@ -35,10 +35,17 @@ from notewarden.notes.model import Note
 from notewarden.notes.store import LinkView, NotSupportedOnStore
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.notes_list import iso8601
 from notewarden.tools.notes_search import instant_ns
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
-from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, note_object, note_uri
+from notewarden.tools.results import (
+    NOTE_ID,
+    NOTE_OBJECT,
+    WORKSPACE_URI,
+    complete,
+    iso8601,
+    note_object,
+    note_uri,
+)
 
 __all__ = ["notes_links", "notes_recent", "notes_tags", "similar_notes"]
 

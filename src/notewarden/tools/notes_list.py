@@ -1,9 +1,12 @@
-"""`notes_list`: the notes of a workspace (or of a folder inside it), read-only."""
+"""`notes_list`: the notes of a workspace (or of a folder inside it), read-only.
+
+What the listing leaves out on purpose is said, not silently dropped: a symlinked folder (or
+note), or a folder on another filesystem, comes back under `skipped` with the reason, so a
+workspace whose notes all sit behind a symlink does not simply look empty.
+"""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
@@ -11,6 +14,7 @@ import mcp_types as types
 
 from notewarden.services import Services
 from notewarden.tools.registry import ToolCall, ToolDef, ToolResult
+from notewarden.tools.results import complete, iso8601
 
 __all__ = ["notes_list"]
 
@@ -45,13 +49,18 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                 "required": ["id", "title", "size", "modified"],
             },
         },
+        "skipped": {
+            "type": "array",
+            "description": "Entries left out on purpose (present when there are any), each with why.",
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["id", "reason"],
+            },
+        },
     },
     "required": ["workspaceUri", "notes"],
 }
-
-
-def iso8601(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class ListTool:
@@ -60,17 +69,19 @@ class ListTool:
 
     async def __call__(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-        notes = await anyio.to_thread.run_sync(self.services.store.list_notes, scope)
-        structured = {
+        store = self.services.store
+        notes, skipped = await anyio.to_thread.run_sync(
+            lambda: (store.list_notes(scope), store.skipped(scope))
+        )
+        structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "notes": [
                 {"id": n.id, "title": n.title, "size": n.size, "modified": iso8601(n.modified)} for n in notes
             ],
         }
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
-            structured_content=structured,
-        )
+        if skipped:
+            structured["skipped"] = [{"id": e.id, "reason": e.reason} for e in skipped]
+        return complete(structured)
 
 
 def notes_list(services: Services) -> ToolDef:
@@ -79,7 +90,8 @@ def notes_list(services: Services) -> ToolDef:
             name="notes_list",
             title="List notes",
             description="List the notes of a workspace (or of a folder inside it): id, title, size and "
-            "last modification time. Read-only.",
+            "last modification time, and what was skipped on purpose (symlinks, other filesystems) with why. "
+            "Read-only.",
             input_schema=INPUT_SCHEMA,
             output_schema=OUTPUT_SCHEMA,
             annotations=types.ToolAnnotations(

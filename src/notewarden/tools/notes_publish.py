@@ -11,7 +11,7 @@ principal, and types the credential there (`web.connect`). The handler reads as:
     4 ask         input_required: URL elicitation to /connect/<id>, sealed state
     5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase/target
     6 judge       the answer *and the server's own record* -> `CONNECT_OUTCOMES`
-    7 commit      one critical section: claim the confirmation, send the note
+    7 commit      claim the confirmation (pending), send the note, record: see below
 
 `accept` only means the user agreed to open the URL: the record decides. Still pending
 -> asked again (same link); done -> published; expired or abandoned -> an error that
@@ -19,10 +19,16 @@ says to start again. On a 2025-11-25 session (`call.live`) step 4 is a live
 `elicitation/create` (with `elicitationId`), the server waits for its record to say done,
 sends `notifications/elicitation/complete`, then runs the same judge and commit.
 
-The send happens inside the ledger's critical section: a failed send rolls the claim back,
-so the same accepted state can be retried; a crash after the send and before COMMIT is
-covered by the `Idempotency-Key` (the confirmation id) the target receives. A stored
-credential makes later publishes one round with no elicitation at all.
+The send never happens inside the ledger's critical section (every delete on the host would
+wait on a slow target): `ledger.pending` claims the confirmation as "publishing" in one short
+transaction, the note is sent with no lock held (asynchronously, under one deadline), and a second
+short transaction records "published", or releases the claim when the send failed so the same
+accepted state can be answered again. A second attempt while a send is under way is told so
+(`publish_in_progress`, nothing consumed); after a crash between the send and the record, the
+lease goes stale and the next attempt sends again with the same `Idempotency-Key` (the
+confirmation id), which a target that honours it turns into one publication (docs/publish.md).
+The server's own records (connections, credentials) are read and written in worker threads. A
+stored credential makes later publishes one round with no elicitation at all.
 
 | answer          | record    | verdict   | consumes | effect                                  |
 |-----------------|-----------|-----------|----------|-----------------------------------------|
@@ -40,10 +46,10 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 from urllib.parse import urljoin
 
@@ -54,7 +60,8 @@ import mcp_types as types
 from notewarden.confirm.forms import Outcome
 from notewarden.confirm.state import InvalidState, new_confirmation_id
 from notewarden.display import visible
-from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
+from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim, LedgerUnavailable
+from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
@@ -82,10 +89,17 @@ __all__ = [
     "notes_publish",
 ]
 
+logger = logging.getLogger(__name__)
+
 PHASE = "notes_publish/connect"
 CONNECT_INPUT_KEY = "publish_connect"
 MAX_NOTE_BYTES = 1024 * 1024
 LEGACY_POLL_SECONDS = 0.5
+PUBLISHING = "publishing"
+"""The pending outcome of a confirmation whose note is being sent (`ledger.pending`)."""
+PUBLISH_LEASE_SECONDS = 120.0
+"""After this, a "publishing" claim is presumed abandoned by a dead process and may be taken over;
+it outlasts `sender.DEADLINE_SECONDS`, the longest a live sender takes."""
 _URL_CAPABILITY: dict[str, Any] = {"elicitation": {"url": {}}}
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -222,21 +236,24 @@ class PublishTool:
         note = await anyio.to_thread.run_sync(
             read_note, self.services.store, scope, call.arguments["noteId"]
         )  # 2 find
-        credential = self.connections.credential(call.principal, target.id)  # 3 credential
+        connections = self.connections
+        credential = await anyio.to_thread.run_sync(connections.credential, call.principal, target.id)  # 3
         if call.request_state is None and credential is not None:
-            return await anyio.to_thread.run_sync(partial(self.publish_now, call, target, note, credential))
+            return published(
+                target, note, await self.deliver(call, target, note, credential, idempotency_key=None)
+            )
         require_url_elicitation(call.capabilities)
         if call.live is not None:
             return await self.ask_live(call, scope, target, note)
         if call.request_state is None:
-            state = self.start(call, scope, target, note)
+            state = await anyio.to_thread.run_sync(self.start, call, scope, target, note)
             return self.ask(target, note, state)  # 4 ask
         state = self.verify(call, scope, target)  # 5 verify
-        record = self.connections.get(state.connection_id)
+        record = await anyio.to_thread.run_sync(connections.get, state.connection_id)
         verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
         if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
             return self.ask(target, note, state, again=verdict is ConnectVerdict.WAITING)
-        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict))  # 7 commit
+        return await self.commit(call, state, verdict)  # 7 commit
 
     def start(
         self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
@@ -306,23 +323,23 @@ class PublishTool:
     ) -> types.CallToolResult:
         """Legacy session: ask live with an elicitationId, wait for the record, then judge and commit."""
         assert call.live is not None
-        state = self.start(call, scope, target, note)
+        state = await anyio.to_thread.run_sync(self.start, call, scope, target, note)
         answer = await call.live.url(
             self.connect_message(target, note), self.connect_url(state.connection_id), state.connection_id
         )
-        record = self.connections.get(state.connection_id)
+        record = await anyio.to_thread.run_sync(self.connections.get, state.connection_id)
         if answer.action == "accept" and record is not None:
             record = await self.wait_for_record(record)
             if record is not None and record.status is ConnectionStatus.DONE:
                 await call.live.completed(record.connection_id)
         verdict = judge_connect(answer, record)
-        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict, retriable=False))
+        return await self.commit(call, state, verdict, retriable=False)
 
     async def wait_for_record(self, pending: PendingConnection) -> PendingConnection | None:
         current: PendingConnection | None = pending
         while current is not None and current.status is ConnectionStatus.PENDING and not current.expired():
             await anyio.sleep(LEGACY_POLL_SECONDS)
-            current = self.connections.get(pending.connection_id)
+            current = await anyio.to_thread.run_sync(self.connections.get, pending.connection_id)
         return current
 
     def verify(self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget) -> PublishState:
@@ -335,12 +352,15 @@ class PublishTool:
             raise InvalidState("state was minted for another principal, workspace or target")
         return state
 
-    def commit(
+    async def commit(
         self, call: ToolCall, state: PublishState, verdict: ConnectVerdict, *, retriable: bool = True
     ) -> types.CallToolResult:
         outcome = CONNECT_OUTCOMES[verdict]
+        ledger = self.services.ledger
         if not outcome.consumes:
-            prior = self.services.ledger.consumed_outcome(state.confirmation_id, call.principal)
+            prior = await anyio.to_thread.run_sync(
+                ledger.consumed_outcome, state.confirmation_id, call.principal
+            )
             if prior is not None:
                 raise already_used(call.name, prior)
         if verdict is ConnectVerdict.INVALID:
@@ -364,42 +384,94 @@ class PublishTool:
             confirmation_id=state.confirmation_id,
             principal=call.principal,
             tool=call.name,
-            outcome=outcome.label,
+            outcome=PUBLISHING if outcome.mutates else outcome.label,
             expires_at=state.issued_at + self.services.config.confirmation_ttl_seconds + EXPIRY_SKEW_SECONDS,
         )
-        with self.services.ledger.critical_section() as txn:
-            if not txn.claim_confirmation(claim):
-                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-            if verdict is ConnectVerdict.DECLINED:
-                self.connections.abandon(state.connection_id, call.principal)
-                declined = {**structured, "outcome": "declined"}
-                txn.record_receipt(
-                    state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
-                )
-                return result(declined, "Declined: nothing was published.")
-            scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-            note = read_note(self.services.store, scope, state.note_id)
-            credential = self.connections.credential(call.principal, target.id)
+        if verdict is ConnectVerdict.DECLINED:
+            declined = {**structured, "outcome": "declined"}
+            await anyio.to_thread.run_sync(self.decline, call, state, claim, declined)
+            return result(declined, "Declined: nothing was published.")
+        lease = await anyio.to_thread.run_sync(self.claim, call, state, claim)
+        try:
+            note, credential = await anyio.to_thread.run_sync(self.what_to_send, call, state, target)
             if credential is None:
                 raise ToolFailure(
                     "credential_missing",
                     f"nothing was published: no {target.title} credential is stored any more. "
                     "Call notes_publish again to connect anew.",
                 )
-            delivery = self.deliver(call, target, note, credential, idempotency_key=state.confirmation_id)
-            done = published(target, note, delivery)
-            sent = (
-                f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+            delivery = await self.deliver(
+                call, target, note, credential, idempotency_key=state.confirmation_id
             )
-            txn.record_receipt(state.confirmation_id, receipt(done.structured_content or {}, sent))
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # a cancelled call still gives its claim back
+                await anyio.to_thread.run_sync(self.give_back, call, state, lease)
+            raise
+        done = published(target, note, delivery)
+        sent = f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+        kept = receipt(done.structured_content or {}, sent)
+        await anyio.to_thread.run_sync(self.record, call, state, lease, outcome.label, kept)
         return done
 
-    def publish_now(
-        self, call: ToolCall, target: PublishTarget, note: NoteToSend, credential: str
-    ) -> types.CallToolResult:
-        return published(target, note, self.deliver(call, target, note, credential, idempotency_key=None))
+    def what_to_send(
+        self, call: ToolCall, state: PublishState, target: PublishTarget
+    ) -> tuple[NoteToSend, str | None]:
+        """Re-authorized now (the claim may come long after round 1): the note and the credential."""
+        scope = self.services.grants.reauthorize_workspace(call.principal, call.arguments["workspaceUri"])
+        note = read_note(self.services.store, scope, state.note_id)
+        return note, self.connections.credential(call.principal, target.id)
 
-    def deliver(
+    def decline(self, call: ToolCall, state: PublishState, claim: Claim, declined: dict[str, Any]) -> None:
+        with self.services.ledger.critical_section() as txn:
+            if not txn.claim_confirmation(claim):
+                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
+            self.connections.abandon(state.connection_id, call.principal)
+            txn.record_receipt(
+                state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
+            )
+
+    def claim(self, call: ToolCall, state: PublishState, claim: Claim) -> float:
+        """The first short critical section: the confirmation is this call's to send (a lease)."""
+        with self.services.ledger.critical_section() as txn:
+            lease = claim_pending(txn, claim, now=time.time(), stale_after=PUBLISH_LEASE_SECONDS)
+            if lease is not None:
+                return lease
+            prior = txn.prior_outcome(state.confirmation_id, call.principal)
+        if prior is not None and prior.outcome == PUBLISHING:
+            raise ToolFailure(
+                "publish_in_progress",
+                "an earlier attempt with this confirmation is still sending the note; nothing more was sent. "
+                "Answer again in a minute: you will then see that it was published, or (if that attempt "
+                "died) this one sends it.",
+            )
+        raise already_used(call.name, prior)
+
+    def record(
+        self,
+        call: ToolCall,
+        state: PublishState,
+        lease: float,
+        outcome: str | None,
+        kept: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The second short critical section: the outcome and its receipt, or (None) the claim given
+        back. A lease another attempt took over records nothing (`ledger.pending` Rule 2)."""
+        with self.services.ledger.critical_section() as txn:
+            settled = settle_pending(
+                txn, state.confirmation_id, call.principal, pending=PUBLISHING, lease=lease, outcome=outcome
+            )
+            if settled and kept is not None:
+                txn.record_receipt(state.confirmation_id, kept)
+
+    def give_back(self, call: ToolCall, state: PublishState, lease: float) -> None:
+        """Nothing was sent: the same answer may be given again. If the ledger cannot be reached
+        now, the lease goes stale and a later attempt takes it over (`ledger.pending`)."""
+        try:
+            self.record(call, state, lease, None)
+        except LedgerUnavailable:
+            logger.warning("a failed publish could not give its claim back; its lease goes stale instead")
+
+    async def deliver(
         self,
         call: ToolCall,
         target: PublishTarget,
@@ -409,7 +481,7 @@ class PublishTool:
         idempotency_key: str | None,
     ) -> Delivery:
         try:
-            return send_note(
+            return await send_note(
                 target,
                 credential,
                 note_id=note.note_id,
@@ -418,7 +490,7 @@ class PublishTool:
                 idempotency_key=idempotency_key,
             )
         except CredentialRejected as exc:
-            self.connections.forget(call.principal, target.id)
+            await anyio.to_thread.run_sync(self.connections.forget, call.principal, target.id)
             raise ToolFailure(
                 "credential_rejected",
                 f"nothing was published: {exc}. The credential was forgotten; call notes_publish again "
@@ -444,7 +516,7 @@ def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> ty
 
 def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
+        content=[types.TextContent(type="text", text=visible(text))], structured_content=structured
     )
 
 

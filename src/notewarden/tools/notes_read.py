@@ -36,9 +36,8 @@ from notewarden.notes.markdown import headings, split_front_matter
 from notewarden.notes.model import content_version
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.notes_list import iso8601
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, known_failure
-from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, note_object
+from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, iso8601, note_object
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

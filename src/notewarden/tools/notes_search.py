@@ -32,7 +32,14 @@ import anyio.to_thread
 import mcp_types as types
 
 from notewarden.notes.model import search_terms
-from notewarden.notes.store import NoteFilter, NotSupportedOnStore, PropertyTest, SearchHit, SearchMatch
+from notewarden.notes.store import (
+    NoteFilter,
+    NotSupportedOnStore,
+    ProgressSink,
+    PropertyTest,
+    SearchHit,
+    SearchMatch,
+)
 from notewarden.scope.fsroot import PathRejected, split_relative
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
@@ -235,9 +242,8 @@ class SearchTool:
         phase, after = (
             decode_cursor(call.arguments["cursor"], print_) if "cursor" in call.arguments else (0, None)
         )
-        sink = progress_sink(call.report_progress)
 
-        def find() -> list[tuple[int, SearchHit]]:
+        def find(sink: ProgressSink | None) -> list[tuple[int, SearchHit]]:
             store = self.services.store
             hits: list[tuple[int, SearchHit]] = []
             last_phase = 0 if len(terms) < 2 else 1
@@ -263,7 +269,8 @@ class SearchTool:
                     break
             return hits
 
-        hits = await anyio.to_thread.run_sync(find)
+        async with progress_sink(call.report_progress) as sink:
+            hits = await anyio.to_thread.run_sync(find, sink)
         shown = hits[:limit]
         mode = "filters" if not terms else "any_words" if any(p for p, _ in shown) else "all_words"
         structured: dict[str, Any] = {"workspaceUri": str(scope.uri)}

@@ -39,12 +39,11 @@ from notewarden.confirm.forms import (
 from notewarden.confirm.state import ConfirmationState, InvalidState, Selection, new_confirmation_id
 from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
-from notewarden.notes.store import TrashedNote
+from notewarden.notes.store import ProgressSink, TrashedNote
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
-from notewarden.tools.notes_list import iso8601
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, tool_error
 from notewarden.tools.results import (
     NOTE_ID,
@@ -52,6 +51,7 @@ from notewarden.tools.results import (
     WORKSPACE_URI,
     already_used,
     complete,
+    iso8601,
     note_object,
     progress_sink,
     receipt,
@@ -181,7 +181,8 @@ class TrashTools:
         if verdict.kind is VerdictKind.MISSING:
             entries = await anyio.to_thread.run_sync(self._entries, scope, state.selection.bound)
             return self.ask(scope, entries, state.selection.bound)
-        return await anyio.to_thread.run_sync(self.commit, call, state, verdict)
+        async with progress_sink(call.report_progress) as progress:
+            return await anyio.to_thread.run_sync(self.commit, call, state, verdict, progress)
 
     def ask(
         self, scope: WorkspaceScope, entries: list[TrashedNote], bound: float
@@ -206,7 +207,9 @@ class TrashTools:
             request_state=state.encode(),
         )
 
-    def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
+    def commit(
+        self, call: ToolCall, state: ConfirmationState, verdict: Verdict, progress: ProgressSink | None
+    ) -> types.CallToolResult:
         assert state.selection is not None
         outcome = OUTCOMES[verdict.kind]
         ledger = self.services.trash_ledger(state.workspace)
@@ -238,7 +241,7 @@ class TrashTools:
                 if not txn.claim_confirmation(claim):
                     raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
                 if outcome.mutates:
-                    scope = self.services.grants.authorize_workspace(
+                    scope = self.services.grants.reauthorize_workspace(
                         call.principal, call.arguments["workspaceUri"]
                     )
                     scope.verify_identity(state.workspace_identity)
@@ -254,9 +257,7 @@ class TrashTools:
                             f"notes then, {len(entries)} now). Call notes_trash_empty again and confirm anew.",
                         )
                     try:
-                        self.services.store.purge_trash(
-                            txn, scope, entries, progress=progress_sink(call.report_progress)
-                        )
+                        self.services.store.purge_trash(txn, scope, entries, progress=progress)
                     except IdentityMismatch as exc:
                         raise ToolFailure("trash_changed", f"nothing was deleted: {exc}") from None
                     purged = entries

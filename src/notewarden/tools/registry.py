@@ -34,11 +34,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from notewarden.confirm.state import InvalidState
+from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
 from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope import fsroot
-from notewarden.scope.grants import AuthorizationError, ScopeError
+from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 
 __all__ = [
     "ERROR_CODES",
@@ -73,9 +74,11 @@ class MissingCapability(Exception):
 ERROR_CODES: Mapping[type[Exception], str] = {
     ScopeError: "invalid_workspace_uri",
     AuthorizationError: "workspace_not_granted",
+    ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
     NotSupportedOnStore: "not_supported",
+    fsroot.WorkspaceMoved: "workspace_moved",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
     fsroot.EscapeBlocked: "path_refused",
@@ -154,12 +157,46 @@ def fast_validator(schema: Mapping[str, Any]) -> Callable[[Any], Any] | None:
     return fastjsonschema.compile(dict(schema)) if shared(schema) else None
 
 
+_SIZE_LIMITS: Mapping[str, tuple[str, str, Callable[[Any], int]]] = {
+    "maxLength": ("characters long", "at most", lambda v: len(v)),
+    "minLength": ("characters long", "at least", lambda v: len(v)),
+    "maxItems": ("items", "at most", lambda v: len(v)),
+    "minItems": ("items", "at least", lambda v: len(v)),
+}
+"""A size limit's problem is worded with the limit and the size received, never the value itself."""
+_SHOWN_VALUE_CHARS = 80
+_MESSAGE_CHARS = 300
+
+
 def schema_problems(validator: Draft202012Validator, instance: Any) -> list[str]:
-    """Every way `instance` breaks the schema, as `path: message`, in path order."""
+    """Every way `instance` breaks the schema, as `path: message`, in path order. A value is quoted
+    only when short: a 2 MB body must not come back as a 2 MB error."""
     return [
-        f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}"
+        f"{'/'.join(map(str, e.absolute_path)) or 'arguments'}: {_problem(e)}"
         for e in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     ]
+
+
+def _problem(error: Any) -> str:
+    if error.validator in _SIZE_LIMITS:
+        unit, bound, size = _SIZE_LIMITS[error.validator]
+        counted = "is" if unit == "characters long" else "has"
+        return f"{counted} {size(error.instance)} {unit}; {bound} {error.validator_value} allowed"
+    message = str(error.message)
+    shown = repr(error.instance)
+    if len(shown) > _SHOWN_VALUE_CHARS:
+        message = message.replace(shown, _described(error.instance))
+    return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "…"
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} members"
+    return f"a {type(value).__name__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +231,9 @@ def known_failure(exc: Exception) -> ToolFailure | None:
 
 
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
-    """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`."""
+    """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`.
+    The message is prose for a person: format characters in names it quotes are escaped."""
+    message = visible(message)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)],
         structured_content={"error": {**(details or {}), "code": code, "message": message}},

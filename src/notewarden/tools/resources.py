@@ -30,8 +30,10 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types import INVALID_PARAMS
 
+from notewarden.display import visible
 from notewarden.notes.model import Note
 from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope.fsroot import FsError
@@ -67,7 +69,11 @@ class NoteResources:
 
     def _resource(self, scope: WorkspaceScope, note: Note) -> types.Resource:
         return types.Resource(
-            uri=note_uri(scope, note.id), name=note.id, title=note.title, mime_type=MARKDOWN, size=note.size
+            uri=note_uri(scope, note.id),
+            name=note.id,
+            title=visible(note.title),
+            mime_type=MARKDOWN,
+            size=note.size,
         )
 
     async def list_resources(
@@ -76,24 +82,25 @@ class NoteResources:
         principal = self.resolve_principal(ctx)
         cursor = params.cursor if params is not None else None
         start_ws, after = _decode_cursor(cursor) if cursor else ("", None)
-        report = progress_sink(ctx.session.report_progress)
         found: list[tuple[WorkspaceScope, Note]] = []
-        for workspace in self._granted(principal):
-            if workspace < start_ws:
-                continue
-            scope = self.services.grants.authorize_workspace(principal, workspace)
-            notes = await anyio.to_thread.run_sync(
-                functools.partial(
-                    self.services.store.list_page,
-                    scope,
-                    after=after if workspace == start_ws else None,
-                    limit=PAGE_SIZE + 1 - len(found),
-                    progress=report,
+        wants_progress = progress_token_from_params(ctx.params) is not None
+        async with progress_sink(ctx.session.report_progress if wants_progress else None) as report:
+            for workspace in self._granted(principal):
+                if workspace < start_ws:
+                    continue
+                scope = self.services.grants.authorize_workspace(principal, workspace)
+                notes = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        self.services.store.list_page,
+                        scope,
+                        after=after if workspace == start_ws else None,
+                        limit=PAGE_SIZE + 1 - len(found),
+                        progress=report,
+                    )
                 )
-            )
-            found += [(scope, n) for n in notes]
-            if len(found) > PAGE_SIZE:
-                break
+                found += [(scope, n) for n in notes]
+                if len(found) > PAGE_SIZE:
+                    break
         page = found[:PAGE_SIZE]
         next_cursor = None
         if len(found) > PAGE_SIZE:

@@ -2,7 +2,8 @@
 and the one answer to a confirmation that was already used.
 
 Every result of these tools carries `structuredContent` and, in one text block, exactly the same
-object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing.
+object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing. That text
+is shown to people: format characters in it are JSON-escaped (`display.visible_json`).
 
 A confirmed tool (notes_delete, notes_trash_empty, notes_publish) keeps a receipt with its claim,
 in the same transaction (`LedgerTxn.record_receipt`): whether it changed anything, a sentence for
@@ -14,19 +15,21 @@ principal that claimed them only, so another principal learns nothing.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import anyio.from_thread
 import mcp_types as types
 
+from notewarden.display import visible_json
 from notewarden.ledger import PriorUse
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.fsroot import NOTE_SUFFIXES
 from notewarden.scope.grants import WorkspaceScope
-from notewarden.tools.notes_list import iso8601
 from notewarden.tools.registry import ToolFailure
 
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -37,6 +40,7 @@ __all__ = [
     "WORKSPACE_URI",
     "already_used",
     "complete",
+    "iso8601",
     "note_object",
     "note_uri",
     "progress_sink",
@@ -72,6 +76,10 @@ NOTE_OBJECT: dict[str, Any] = {
 }
 
 
+def iso8601(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def note_uri(scope: WorkspaceScope, note_id: str) -> str:
     return str(scope.workspace.joinpath(tuple(note_id.split("/"))))
 
@@ -91,40 +99,77 @@ def note_object(scope: WorkspaceScope, note: Note, version: str | None = None) -
 
 def complete(structured: Mapping[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+        content=[types.TextContent(type="text", text=visible_json(structured))],
         structured_content=dict(structured),
     )
 
 
 def require_note_path(path: str, argument: str) -> str:
-    """A new note's path must end like a note, or it would vanish from every listing."""
+    """A new note's path must end like a note and name nothing hidden, or it would vanish from every
+    listing, search and delete."""
     if not path.lower().endswith(NOTE_SUFFIXES):
         raise ToolFailure(
             "path_refused",
             f"{argument} {path!r} does not end in {' or '.join(NOTE_SUFFIXES)}; notes are markdown files",
         )
+    hidden = next((part for part in path.split("/") if part.startswith(".")), None)
+    if hidden is not None:
+        raise ToolFailure(
+            "path_refused",
+            f"{argument} {path!r}: {hidden!r} starts with a dot, and names starting with a dot are hidden "
+            "(notes_list, notes_search and notes_delete never show them); choose a name without the "
+            "leading dot",
+        )
     return path
 
 
-def progress_sink(report: ProgressReporter | None) -> ProgressSink | None:
-    """Forward progress from a worker thread to the request's `notifications/progress` (the SDK sends
-    them only when the request carried a progressToken), keeping `progress` strictly increasing."""
+@contextlib.asynccontextmanager
+async def progress_sink(report: ProgressReporter | None) -> AsyncIterator[ProgressSink | None]:
+    """A sink for a worker thread's progress that never waits on the client: the thread leaves the
+    latest (done, total, message) for a relay task on the event loop, which sends it as the
+    request's `notifications/progress`, keeping `progress` strictly increasing. So a slow client
+    never holds a thread, nor the ledger's lock a purge runs under. The last value left is sent
+    before the block ends (before the result). `report` is None when the request asked for none."""
     if report is None:
-        return None
-    last = 0.0
+        yield None
+        return
+    relay = _ProgressRelay(report)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(relay.run)
+        try:
+            yield relay.post
+        finally:
+            tasks.cancel_scope.cancel()
+    await relay.flush()
 
-    def sink(done: float, total: float | None, message: str) -> None:
-        nonlocal last
-        if done <= last:
-            return
-        last = done
 
-        async def send() -> None:
-            await report(done, total, message)
+class _ProgressRelay:
+    def __init__(self, report: ProgressReporter) -> None:
+        self.report = report
+        self.last = 0.0  # read and written by the posting thread only
+        self.pending: tuple[float, float | None, str] | None = None  # the event loop's
+        self.arrived = anyio.Event()
 
-        anyio.from_thread.run(send)
+    def post(self, done: float, total: float | None, message: str) -> None:
+        """From the worker thread: hand the value to the event loop (a moment), send nothing here."""
+        if done > self.last:
+            self.last = done
+            anyio.from_thread.run_sync(self._arrive, (done, total, message))
 
-    return sink
+    def _arrive(self, value: tuple[float, float | None, str]) -> None:
+        self.pending = value
+        self.arrived.set()
+
+    async def run(self) -> None:
+        while True:
+            await self.arrived.wait()
+            self.arrived = anyio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        value, self.pending = self.pending, None
+        if value is not None:
+            await self.report(*value)
 
 
 _WHY_NOTHING = {"declined": "it was declined", "not_confirmed": "the answer did not confirm it"}

@@ -5,6 +5,7 @@ It replaces the SDK's `RequireAuthMiddleware`, whose challenge always says
 
 | situation                                   | status | WWW-Authenticate                                                  |
 |---------------------------------------------|--------|-------------------------------------------------------------------|
+| the config file stopped parsing (running)   | 503    | none; `Retry-After`, JSON body `{"error": "temporarily_unavailable", …}` |
 | no credentials                              | 401    | `Bearer resource_metadata="…", scope="…"` (no error attribute)    |
 | credentials that do not verify              | 401    | `Bearer error="invalid_token", …, resource_metadata="…", scope="…"` |
 | valid token, `sub` mapped to no principal   | 403    | none; JSON body `{"error": "access_denied", …}`                  |
@@ -12,22 +13,51 @@ It replaces the SDK's `RequireAuthMiddleware`, whose challenge always says
 
 The scope a request needs comes from its body (`tools/call` of a tool: `web.oauth.scope_for_tool`;
 anything else: `notes:read`); a body over the size cap is passed on to the SDK, which answers 413.
-`resource_metadata` is present only when `[oauth]` is configured.
+`resource_metadata` is present only when `[oauth]` is configured, and the wording of a 401 names
+the credentials this server takes: its configured tokens, and OAuth access tokens only with `[oauth]`.
+The 503's reason (`Grants.problem`) is safe to show: it says the file is invalid, not what is in it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from notewarden.scope.grants import Grants
 from notewarden.web.body import peek_body
 from notewarden.web.oauth import READ, covering_scopes, satisfies
 
-__all__ = ["RequireScopes"]
+__all__ = ["RefreshConfig", "RequireScopes"]
+
+_RETRY_AFTER_SECONDS = b"30"
+_NO_CREDENTIALS = {
+    False: "this endpoint needs a bearer token: Authorization: Bearer <a token configured for you>",
+    True: "this endpoint needs a bearer token: an OAuth access token for this server (or a token "
+    "configured for you)",
+}
+_BAD_CREDENTIALS = {
+    False: "the bearer token is not one configured on this server",
+    True: "the bearer token is neither one configured on this server nor an access token valid here "
+    "(signature, issuer, audience or time)",
+}
+
+
+class RefreshConfig:
+    """First on every HTTP request: the configuration is brought up to date with its file before
+    the token table is consulted (`Grants.refresh`)."""
+
+    def __init__(self, app: ASGIApp, *, grants: Grants) -> None:
+        self.app = app
+        self.grants = grants
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.grants.refresh()
+        await self.app(scope, receive, send)
 
 
 class RequireScopes:
@@ -38,15 +68,26 @@ class RequireScopes:
         tool_scopes: Mapping[str, str],
         resource_metadata: str | None,
         max_body_bytes: int,
+        config_problem: Callable[[], str | None] = lambda: None,
+        oauth: bool = False,
     ) -> None:
         self.app = app
         self.tool_scopes = dict(tool_scopes)
         self.resource_metadata = resource_metadata
         self.max_body_bytes = max_body_bytes
+        self.config_problem = config_problem
+        self.oauth = oauth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        problem = self.config_problem()
+        if problem is not None:
+            retry = [(b"retry-after", _RETRY_AFTER_SECONDS)]
+            await _send_json(
+                send, 503, {"error": "temporarily_unavailable", "error_description": problem}, retry
+            )
             return
         required = {READ}
         if scope["method"] == "POST":
@@ -60,9 +101,7 @@ class RequireScopes:
                 401,
                 required,
                 error="invalid_token" if sent else None,
-                description="the access token is not valid here (signature, issuer, audience or time)"
-                if sent
-                else "this endpoint needs an OAuth bearer token",
+                description=(_BAD_CREDENTIALS if sent else _NO_CREDENTIALS)[self.oauth],
             )
             return
         token = user.access_token

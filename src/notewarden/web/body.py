@@ -4,16 +4,19 @@ RequireScopes (the scopes a call needs), EnvelopeVersionGuard (the protocol vers
 ResponseModeRouter (may the request stream) all inspect the JSON-RPC body in front of the SDK.
 The first of them to call `peek_body` reads the body and keeps it in the request's scope; the
 others get the same object, parsed at most once, and the SDK gets the bytes replayed unchanged.
+It is parsed with unique member names (`notewarden.jsonrpc`): a body with a name twice decodes to
+its `DuplicateMember`, which `EnvelopeVersionGuard` answers before the SDK ever parses the body.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from starlette.types import Message, Receive, Scope
+
+from notewarden.jsonrpc import DuplicateMember, loads_unique
 
 __all__ = ["UNREADABLE", "BufferedBody", "decode_json", "peek_body"]
 
@@ -30,8 +33,11 @@ UNREADABLE: Final = _Unreadable()
 
 
 def decode_json(body: bytes) -> Any:
+    """The body's JSON; its `DuplicateMember` when a name appears twice; else `UNREADABLE`."""
     try:
-        return json.loads(body)
+        return loads_unique(body)
+    except DuplicateMember as exc:
+        return exc
     except (ValueError, RecursionError):
         return UNREADABLE
 
@@ -80,6 +86,6 @@ async def peek_body(scope: Scope, receive: Receive, limit: int) -> tuple[Buffere
             break
         size += len(message.get("body", b""))
         more = message.get("more_body", False)
-    buffered.complete = not more
+    buffered.complete = not more and size <= limit
     scope[_SCOPE_KEY] = buffered
     return buffered, buffered.replay(receive)

@@ -5,7 +5,9 @@ one request object), the SDK answers `"id": null` (JSON-RPC 2.0 §5). The MCP 20
 has no null RequestId: the id is omitted instead. This rewrites exactly those JSON error
 bodies; everything else, and every SSE stream, passes through untouched.
 
-`EnvelopeVersionGuard`, one precedence fix in front of the ladder:
+`EnvelopeVersionGuard`, in front of the ladder: a body over `[http] max_body_bytes` is answered
+413 with the limit and the size received (the SDK's 413 names neither); a body with a member name
+twice (`notewarden.jsonrpc`) is answered -32700 with HTTP 400 and no id; and one precedence fix:
 
 The spec (basic/index, `_meta`) makes a *missing or invalid* required envelope key a
 -32602 with HTTP 400. The SDK's ladder checks the `MCP-Protocol-Version` header against
@@ -23,6 +25,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from notewarden.jsonrpc import DuplicateMember, parse_error
 from notewarden.web.body import peek_body
 
 __all__ = ["EnvelopeVersionGuard", "OmitUnreadableId"]
@@ -40,11 +43,26 @@ class EnvelopeVersionGuard:
             await self.app(scope, receive, send)
             return
         buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
+        if not buffered.complete:
+            await _send_json(send, 413, self.too_large(scope))
+            return
+        if isinstance(buffered.decoded, DuplicateMember):
+            await _send_json(send, 400, parse_error(buffered.decoded))
+            return
         rejection = _non_string_version(buffered.decoded)
         if rejection is not None:
             await _send_json(send, 400, rejection)
             return
         await self.app(scope, receive, send)
+
+    def too_large(self, scope: Scope) -> dict[str, Any]:
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        size = f"{int(declared)} bytes" if declared.isdigit() else f"more than {self.max_body_bytes} bytes"
+        return {
+            "error": "request_too_large",
+            "error_description": f"the request body is too large: {size} received; at most "
+            f"{self.max_body_bytes} bytes are accepted ([http] max_body_bytes)",
+        }
 
 
 class OmitUnreadableId:

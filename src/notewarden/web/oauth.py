@@ -120,10 +120,6 @@ class _KeySet:
         )
         self._file_keys: tuple[int | None, jwt.PyJWKSet | None] = (None, None)
 
-    @property
-    def remote(self) -> bool:
-        return self._client is not None
-
     def key(self, kid: str | None) -> jwt.PyJWK:
         if self._client is not None and kid is not None:
             try:
@@ -168,9 +164,9 @@ class JwtVerifier:
         self._keys = _KeySet(settings)
 
     async def claims(self, token: str) -> dict[str, Any]:
-        if self._keys.remote:
-            return await anyio.to_thread.run_sync(self._claims, token)
-        return self._claims(token)
+        """Verified in a worker thread: the key set may be fetched (URL) or re-read (file), and
+        neither may block the event loop."""
+        return await anyio.to_thread.run_sync(self._claims, token)
 
     def _claims(self, token: str) -> dict[str, Any]:
         s = self.settings
