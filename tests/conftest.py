@@ -73,6 +73,16 @@ class Deployment:
         os.utime(self.config, (stamp, stamp))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test (nor a server it starts) uses the real user's default state dir: a `serve --workspace`
+    or an `export` without --state-dir would share one ledger across test runs and branches."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _cpu_affinity_kept() -> Iterator[None]:
     """A test that pins the pytest process (bench code run in process) must unpin it: the races of
