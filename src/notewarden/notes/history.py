@@ -37,6 +37,7 @@ __all__ = [
     "HistoryEntry",
     "HistoryLog",
     "Retention",
+    "new_version_id",
     "selection_digest",
 ]
 
@@ -120,7 +121,7 @@ class Retention:
     max_age_days: float = 90.0
 
 
-def _new_version_id() -> str:
+def new_version_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
@@ -161,10 +162,12 @@ class HistoryLog:
         size: int,
         change: Change,
         body: str | None,
+        version_id: str | None = None,
     ) -> HistoryEntry:
-        """Save a replaced content's row (`body` None: its bytes are kept by the store)."""
+        """Save a replaced content's row (`body` None: its bytes are kept by the store, already saved
+        under `version_id` when given)."""
         entry = HistoryEntry(
-            _new_version_id(),
+            version_id or new_version_id(),
             note_id,
             time.time(),
             change.principal,

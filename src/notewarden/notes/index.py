@@ -80,7 +80,7 @@ from typing import Any
 import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.links import anchor_found, name_key, note_key, resolve_path
+from notewarden.notes.links import VaultLookup, anchor_found, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import Note, note_stem, title_matches
 from notewarden.notes.store import (
@@ -625,6 +625,32 @@ class NoteIndex:
                 properties=None if properties is None else json.loads(properties),
                 property_error=error,
             )
+
+    @contextmanager
+    def vault(self, workspace: str, root: WorkspaceRoot) -> Iterator[VaultLookup]:
+        """The workspace as link resolution sees it, current and held still while it is used (a move
+        plans its link rewrites with it)."""
+        with self._lock:
+            self.refresh(workspace, root)
+            yield _IndexLookup(self._db, workspace)
+
+    def linking_notes(self, workspace: str, moved_from: str, moved_to: str) -> list[str]:
+        """Inside `vault`: the notes with a link whose target a move of `moved_from` to `moved_to` can
+        change (`links` Rule 3): links to it, links whose name is its new name or one of its aliases
+        (a link can only find a note through those, `links._Keys`), and the note itself."""
+        keys = [name_key(moved_to)] + [
+            k
+            for (k,) in self._db.execute(
+                "SELECT alias_key FROM note_aliases WHERE workspace = ? AND note_id = ?", (workspace, moved_from)
+            )
+        ]
+        rows = self._db.execute(
+            "SELECT note_id FROM note_links INDEXED BY note_links_by_target WHERE workspace = ? AND target = ? "
+            "UNION SELECT note_id FROM note_links INDEXED BY note_links_by_name WHERE workspace = ? "
+            f"AND name_key IN ({', '.join('?' * len(keys))})",
+            (workspace, moved_from, workspace, *keys),
+        )
+        return sorted({moved_from, *(r[0] for r in rows)})
 
     def row(self, workspace: str, root: WorkspaceRoot, note_id: str) -> IndexedNote | None:
         """The note's current row, checked on disk (Rule 2); None when it is not a note."""

@@ -42,16 +42,18 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 from urllib.parse import quote
 
-from notewarden.notes.markdown import Heading, Link, fold
+from notewarden.notes.markdown import Heading, Link, fold, parse_note
 
 __all__ = [
     "MemoryVault",
+    "MovedVault",
     "Resolution",
     "Rewrite",
     "VaultLookup",
     "anchor_found",
     "name_key",
     "note_key",
+    "relink",
     "resolve",
     "rewrite_for_move",
 ]
@@ -232,12 +234,33 @@ class MemoryVault:
     def by_alias(self, key: str) -> Sequence[str]:
         return self._aliased.get(key, ())
 
-    def moved(self, old_id: str, new_id: str) -> MemoryVault:
+    def moved(self, old_id: str, new_id: str) -> MovedVault:
         """The vault after `old_id` is renamed to `new_id` (its aliases go with it)."""
-        aliases = dict(self.aliases)
-        if old_id in aliases:
-            aliases[new_id] = aliases.pop(old_id)
-        return MemoryVault([new_id if i == old_id else i for i in self.ids], aliases)
+        return MovedVault(self, old_id, new_id)
+
+
+class MovedVault:
+    """Any `VaultLookup` as it will answer once `moved_from` is renamed `moved_to` (its aliases go
+    with it): the "after" view of a move, without copying the vault."""
+
+    def __init__(self, before: VaultLookup, moved_from: str, moved_to: str) -> None:
+        self._before, self._from, self._to = before, moved_from, moved_to
+
+    def _renamed(self, found: Iterable[str]) -> list[str]:
+        return [self._to if i == self._from else i for i in found]
+
+    def by_path(self, key: str) -> str | None:
+        if key == note_key(self._to):
+            return self._to
+        found = self._before.by_path(key)
+        return None if found == self._from else found
+
+    def by_name(self, key: str) -> Sequence[str]:
+        found = [i for i in self._before.by_name(key) if i != self._from]
+        return [*found, self._to] if name_key(self._to) == key else found
+
+    def by_alias(self, key: str) -> Sequence[str]:
+        return self._renamed(self._before.by_alias(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +311,26 @@ def rewrite_for_move(
         return text, []
     pieces.append(text[last:])
     return "".join(pieces), done
+
+
+def relink(
+    text: str, note_before: str, note_after: str, moved_from: str, moved_to: str, before: VaultLookup
+) -> tuple[str, list[Rewrite]]:
+    """`rewrite_for_move` on a note's text as it is (parsed here), against `before` and its moved view."""
+    stem = note_before.rsplit("/", 1)[-1]
+    links = parse_note(text, _strip_suffix(stem), with_headings=False).links
+    if not links:
+        return text, []
+    return rewrite_for_move(
+        text,
+        links,
+        note_before=note_before,
+        note_after=note_after,
+        moved_from=moved_from,
+        moved_to=moved_to,
+        before=before,
+        after=MovedVault(before, moved_from, moved_to),
+    )
 
 
 def _new_path(
