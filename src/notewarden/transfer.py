@@ -232,7 +232,7 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
             # history: when the SQL stores keep it (the editing issue), it is copied here, in this
             # same transaction, and `export_folder` writes it back
         if added:
-            store.settle_after_bulk_write()
+            store.settle_after_bulk_write(workspace)
     finally:
         ledger.close()
     return Report(added, same, len(trash), left_out)

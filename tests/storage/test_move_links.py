@@ -25,7 +25,7 @@ MOVE = Change("alice", "notes_move", "links follow the move")
 UNDO = Change("alice", "notes_revert", "undo the move's rewrite")
 
 
-@pytest.fixture(params=["files"])
+@pytest.fixture(params=["files", "sqlite", "postgres"])
 def kit(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Iterator[Kit]:
     workspace = parse_file_uri(f"file:///db/{time.time_ns()}/notes")
     opened = open_kit(request.param, tmp_path, pg, Retention(), workspace)
@@ -64,7 +64,7 @@ def test_a_move_rewrites_exactly_the_links_it_would_break_and_undo_restores_ever
     ]
     for relinked in moved.relinked:
         assert relinked.saved is not None and relinked.saved.tool == "notes_move"
-        entry, saved = kit.store.saved_version(kit.scope, relinked.note_id, relinked.saved.version_id)
+        _, saved = kit.store.saved_version(kit.scope, relinked.note_id, relinked.saved.version_id)
         original = moved_from if relinked.note_id == moved_to else relinked.note_id
         assert saved == before[original], "the history keeps what the rewrite replaced"
 

@@ -84,7 +84,7 @@ def seed(ledger: Ledger, workspace: str, count: int) -> None:
     rows = [(f"team{i % 20:02d}/report-{i:05d}.md", body(i), time.time_ns()) for i in range(count)]
     with ledger.critical_section() as txn:
         store.add_rows(txn, workspace, rows)
-    store.settle_after_bulk_write()
+    store.settle_after_bulk_write(workspace)
 
 
 @pytest.fixture(params=["sqlite", "postgres"], scope="module")

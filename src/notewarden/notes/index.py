@@ -63,10 +63,8 @@ their mtime.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -80,9 +78,9 @@ from typing import Any
 import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.links import VaultLookup, anchor_found, name_key, note_key, resolve_path
+from notewarden.notes.links import VaultLookup, anchor_found, context_line, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
-from notewarden.notes.model import Note, note_stem, title_matches
+from notewarden.notes.model import Note, nearly_same, note_stem, title_matches, title_words
 from notewarden.notes.store import (
     LinkView,
     NoteChange,
@@ -111,8 +109,6 @@ logger = logging.getLogger(__name__)
 
 INDEX_BODY_BYTES = 1024 * 1024
 """Only the first MiB of a note is searchable and parsed for links and tags."""
-CONTEXT_CHARS = 240
-"""A link's line of context is cut to this many characters."""
 MOVE_WINDOW_NS = 60_000_000_000
 """A note appearing with the inode of one that went this recently was moved (Rule 9)."""
 GONE_KEPT_NS = 90 * 86_400 * 1_000_000_000
@@ -342,18 +338,6 @@ def _link_view(row: Sequence[Any], anchors: _Anchors) -> LinkView:
     return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
 
 
-SIMILAR_RATIO = 0.9
-_NOT_WORD = re.compile(r"[\W_]+")
-
-
-def _title_words(title: str) -> str:
-    return _NOT_WORD.sub(" ", fold(title)).strip()
-
-
-def _near(a: str, b: str) -> bool:
-    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILAR_RATIO
-
-
 def _is_note_path(path: str) -> bool:
     try:
         parts = split_relative(path)
@@ -408,13 +392,6 @@ class _IndexLookup:
             )
             self._aliases[key] = [r[0] for r in rows]
         return self._aliases[key]
-
-
-def _context(text: str, offset: int) -> str:
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    line = text[start : end if end >= 0 else len(text)].strip()
-    return line if len(line) <= CONTEXT_CHARS else line[: CONTEXT_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,7 +618,8 @@ class NoteIndex:
         keys = [name_key(moved_to)] + [
             k
             for (k,) in self._db.execute(
-                "SELECT alias_key FROM note_aliases WHERE workspace = ? AND note_id = ?", (workspace, moved_from)
+                "SELECT alias_key FROM note_aliases WHERE workspace = ? AND note_id = ?",
+                (workspace, moved_from),
             )
         ]
         rows = self._db.execute(
@@ -698,14 +676,14 @@ class NoteIndex:
 
     def similar(self, workspace: str, root: WorkspaceRoot, subtree: str, title: str) -> list[IndexedNote]:
         """Notes whose title is `title` or nearly: the same words ignoring case and punctuation, or
-        a difflib ratio of at least `SIMILAR_RATIO` (a typo, a changed digit)."""
-        wanted = _title_words(title)
+        a difflib ratio of at least `model.SIMILAR_RATIO` (a typo, a changed digit)."""
+        wanted = title_words(title)
         words = [w for w in wanted.split() if len(w) >= 3]
         if not words:
             return [
                 n
                 for n in self.titled(workspace, root, subtree, wanted.split())
-                if _title_words(n.title) == wanted
+                if title_words(n.title) == wanted
             ]
         within, bounds = _range("n.id", subtree)
         sql = (
@@ -716,7 +694,7 @@ class NoteIndex:
 
         def run() -> list[IndexedNote]:
             rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
-            return [n for n in rows if _near(_title_words(n.title), wanted)]
+            return [n for n in rows if nearly_same(title_words(n.title), wanted)]
 
         return self._checked(workspace, root, run, None)
 
@@ -1198,7 +1176,7 @@ class NoteIndex:
                     link.path,
                     link.anchor,
                     written,
-                    _context(body, link.span[0]),
+                    context_line(body, link.span[0]),
                     key,
                     target,
                     via,

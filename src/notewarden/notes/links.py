@@ -51,6 +51,7 @@ __all__ = [
     "Rewrite",
     "VaultLookup",
     "anchor_found",
+    "context_line",
     "name_key",
     "note_key",
     "relink",
@@ -90,6 +91,18 @@ def _joined(folder: str, path: str) -> str | None:
     if joined == ".":
         return ""
     return None if joined == ".." or joined.startswith("../") else joined
+
+
+CONTEXT_CHARS = 240
+"""A link's line of context is cut to this many characters."""
+
+
+def context_line(text: str, offset: int) -> str:
+    """The line of `text` around `offset`, stripped and cut to `CONTEXT_CHARS` (a backlink's context)."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    line = text[start : end if end >= 0 else len(text)].strip()
+    return line if len(line) <= CONTEXT_CHARS else line[: CONTEXT_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,13 @@ every word of the query, case-insensitively.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from notewarden.notes.markdown import title_of
+from notewarden.notes.markdown import fold, title_of
 from notewarden.scope.fsroot import FileIdentity
 
 __all__ = [
@@ -24,9 +25,11 @@ __all__ = [
     "content_version",
     "extract_title",
     "match_words",
+    "nearly_same",
     "note_stem",
     "search_terms",
     "title_matches",
+    "title_words",
 ]
 
 TITLE_SCAN_BYTES = 64 * 1024
@@ -66,6 +69,20 @@ class Note:
 def extract_title(head: bytes, note_id: str) -> str:
     """The note's title from the first `TITLE_SCAN_BYTES` of its content (`markdown` Rule 4)."""
     return title_of(head[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace"), note_stem(note_id))
+
+
+SIMILAR_RATIO = 0.9
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def title_words(title: str) -> str:
+    """A title's words, folded, punctuation dropped: how `notes_create` compares titles."""
+    return _NOT_WORD.sub(" ", fold(title)).strip()
+
+
+def nearly_same(a: str, b: str) -> bool:
+    """Two `title_words` the same, or a difflib ratio of at least `SIMILAR_RATIO` (a typo)."""
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILAR_RATIO
 
 
 def note_stem(note_id: str) -> str:
