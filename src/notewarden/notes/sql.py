@@ -205,10 +205,11 @@ def _sql(dialect: str) -> dict[str, str]:
         "dirty": "INSERT INTO links_dirty (workspace, name_key, note_row) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         "dirty_probe": "SELECT 1 FROM links_dirty WHERE workspace = ? LIMIT 1",
         "dirty_take": "DELETE FROM links_dirty WHERE workspace = ? RETURNING name_key, note_row",
-        "links_named": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, s.path FROM note_links l "
-        "JOIN notes s ON s.id = l.note_row WHERE l.workspace = ? AND l.name_key IN ({marks}) AND l.path != ''",
-        "links_of": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, s.path, l.name_key "
-        "FROM note_links l JOIN notes s ON s.id = l.note_row WHERE l.note_row IN ({marks}) AND l.path != ''",
+        "links_named": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.name_key "
+        "FROM note_links l WHERE l.workspace = ? AND l.name_key IN ({marks}) AND l.path != ''",
+        "links_of": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.name_key "
+        "FROM note_links l WHERE l.note_row IN ({marks}) AND l.path != ''",
+        "paths_of": "SELECT n.id, n.path FROM notes n WHERE n.id IN ({marks})",
         "link_resolved": "UPDATE note_links SET target_row = ?, via = ? WHERE note_row = ? AND seq = ?",
         "by_path": "SELECT n.id, n.path FROM notes n WHERE n.workspace = ? AND n.name_key = ? AND n.path_key = ? "
         "AND n.title IS NOT NULL ORDER BY n.path LIMIT 1",
@@ -218,8 +219,7 @@ def _sql(dialect: str) -> dict[str, str]:
         "WHERE a.workspace = ? AND a.alias_key = ? AND n.title IS NOT NULL",
         "keys_page": "SELECT n.id, n.path, n.path_key, n.name_key FROM notes n WHERE n.workspace = ? "
         "AND n.path > ? AND n.title IS NOT NULL ORDER BY n.path LIMIT ?",
-        "aliases_all": "SELECT a.alias_key, n.id, n.path FROM note_aliases a JOIN notes n ON n.id = a.note_row "
-        "WHERE a.workspace = ? AND n.title IS NOT NULL",
+        "aliases_all": "SELECT alias_key, note_row FROM note_aliases WHERE workspace = ?",
         "aliases_of": "SELECT alias_key FROM note_aliases WHERE note_row = ?",
         "linking": "SELECT s.path FROM note_links l JOIN notes s ON s.id = l.note_row WHERE l.target_row = ? "
         "UNION SELECT s.path FROM note_links l JOIN notes s ON s.id = l.note_row WHERE l.workspace = ? "
@@ -228,7 +228,8 @@ def _sql(dialect: str) -> dict[str, str]:
         "WHERE n.workspace = ? AND n.path = ?",
         "links_out": "SELECT l.line, l.written, l.context, l.embed, l.path, l.anchor, t.path, l.via, l.style "
         "FROM note_links l LEFT JOIN notes t ON t.id = l.target_row WHERE l.note_row = ? ORDER BY l.seq",
-        "backlinks_count": "SELECT count(*) FROM note_links l JOIN notes n ON n.id = l.note_row "
+        "backlinks_count": "SELECT count(*) FROM note_links l WHERE l.target_row = ?",
+        "backlinks_count_within": "SELECT count(*) FROM note_links l JOIN notes n ON n.id = l.note_row "
         "WHERE l.target_row = ?{within}",
         "backlinks": "SELECT n.path, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style "
         "FROM note_links l JOIN notes n ON n.id = l.note_row WHERE l.target_row = ?{within} "
@@ -422,18 +423,19 @@ class _LoadedSqlLookup(_SqlLookup):
         names: dict[str, list[str]] = {}
         after = ""
         while True:
-            page = db.execute(self._sql["keys_page"], (workspace, after, DERIVE_BATCH * 10))
+            page = db.execute(self._sql["keys_page"], (workspace, after, DERIVE_BATCH))
             for row_id, path, path_key, name in page:
                 self.rows[path] = row_id
                 paths.setdefault(path_key, path)
                 names.setdefault(name, []).append(path)
-            if len(page) < DERIVE_BATCH * 10:
+            if len(page) < DERIVE_BATCH:
                 break
             after = page[-1][1]
+        by_row = {row_id: path for path, row_id in self.rows.items()}
         aliases: dict[str, list[str]] = {}
-        for key, row_id, path in db.execute(self._sql["aliases_all"], (workspace,)):
-            self.rows[path] = row_id
-            aliases.setdefault(key, []).append(path)
+        for key, row_id in db.execute(self._sql["aliases_all"], (workspace,)):
+            if row_id in by_row:  # not a row whose id breaks the path rules
+                aliases.setdefault(key, []).append(by_row[row_id])
         self._paths = dict(paths)
         self._names, self._aliases = names, aliases
 
@@ -445,6 +447,15 @@ class _LoadedSqlLookup(_SqlLookup):
 
     def by_alias(self, key: str) -> list[str]:
         return self._aliases.get(key, [])
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), DERIVE_BATCH):
+        yield items[start : start + DERIVE_BATCH]
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ", ".join("?" * len(items))
 
 
 def _tag_key(tag: str) -> str:
@@ -690,19 +701,17 @@ class SqlNoteStore:
             else _LoadedSqlLookup(txn, workspace)
         )
         found: list[Sequence[Any]] = []
-        for start in range(0, len(every), DERIVE_BATCH):
-            chunk = every[start : start + DERIVE_BATCH]
-            found += txn.execute(
-                sql["links_named"].format(marks=", ".join("?" * len(chunk))), (workspace, *chunk)
-            )
-        notes = sorted(own)
-        for start in range(0, len(notes), DERIVE_BATCH):
-            chunk = notes[start : start + DERIVE_BATCH]
-            rows = txn.execute(sql["links_of"].format(marks=", ".join("?" * len(chunk))), chunk)
-            found += [r[:7] for r in rows if r[7] in own[r[0]]]
+        for chunk in _chunks(every):
+            found += txn.execute(sql["links_named"].format(marks=_marks(chunk)), (workspace, *chunk))
+        for chunk in _chunks(sorted(own)):
+            rows = txn.execute(sql["links_of"].format(marks=_marks(chunk)), chunk)
+            found += [r for r in rows if r[6] in own[r[0]]]
+        sources: dict[int, str] = {}
+        for chunk in _chunks(sorted({int(r[0]) for r in found})):
+            sources.update(txn.execute(sql["paths_of"].format(marks=_marks(chunk)), chunk))
         updates = []
-        for note_row, seq, path, style, target_row, via, source in found:
-            resolved = links.resolve_path(path, style, source, lookup)
+        for note_row, seq, path, style, target_row, via, _ in found:
+            resolved = links.resolve_path(path, style, sources[note_row], lookup)
             row = None if resolved.target is None else lookup.rows.get(resolved.target)
             if (row, resolved.via) != (target_row, via):
                 updates.append((row, resolved.via, note_row, seq))
@@ -895,7 +904,8 @@ class SqlNoteStore:
                 raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
             note, row_id = _note(rows[0]), rows[0][2]
             outgoing = db.execute(sql["links_out"], (row_id,))
-            ((total,),) = db.execute(sql["backlinks_count"].format(within=within), (row_id, *bounds))
+            count = sql["backlinks_count_within"].format(within=within) if within else sql["backlinks_count"]
+            ((total,),) = db.execute(count, (row_id, *bounds))
             back = db.execute(sql["backlinks"].format(within=within), (row_id, *bounds, limit))
             tags = [str(name) for (name,) in db.execute(sql["note_tag_names"], (row_id,))]
             anchors = _Anchors(self, db, scope)

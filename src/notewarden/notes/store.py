@@ -39,7 +39,6 @@ __all__ = [
     "MERGE_ATTEMPTS",
     "LinkView",
     "Moved",
-    "NotSupportedOnStore",
     "NoteChange",
     "NoteContent",
     "NoteFilter",
@@ -189,16 +188,6 @@ class Moved:
     note: Note
     """The note at its new id (in a dry run: as it is, not moved)."""
     relinked: tuple[Relinked, ...] = ()
-
-
-class NotSupportedOnStore(Exception):
-    """The configured note store does not offer this yet; the files store does."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"{what} is not yet supported by this server's note store ([storage] notes = sqlite or postgres); "
-            "the files store (notes = files) offers it"
-        )
 
 
 class VersionConflict(Exception):

@@ -38,7 +38,7 @@ from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
 from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.notes_knowledge import similar_notes, similar_notice
+from notewarden.tools.notes_knowledge import similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import (
@@ -211,7 +211,9 @@ class EditTools:
         text = compose_note(call.arguments["title"], call.arguments["body"])
         if text is None:
             raise ToolFailure("invalid_arguments", "title cannot be written so that it reads back unchanged")
-        similar = await anyio.to_thread.run_sync(similar_notes, self.services, scope, call.arguments["title"])
+        similar = await anyio.to_thread.run_sync(
+            self.services.store.similar_titles, scope, call.arguments["title"]
+        )
         content = await anyio.to_thread.run_sync(self.services.store.create_note, scope, path, text.encode())
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),

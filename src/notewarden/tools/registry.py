@@ -36,7 +36,6 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from notewarden.confirm.state import InvalidState
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
-from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ScopeError
 
@@ -75,7 +74,6 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     AuthorizationError: "workspace_not_granted",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
-    NotSupportedOnStore: "not_supported",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",
     fsroot.EscapeBlocked: "path_refused",
