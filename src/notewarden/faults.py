@@ -14,9 +14,9 @@ the file to let it go on (the database-outage proofs). The points are, in `notes
     after_mutation  the note is in the trash (file renamed or row moved), not committed
     after_commit    committed, the response not yet sent
 
-and in `notes_move` with link rewriting (the files store's journal, `notes.files`):
+and in `notes_move` with link rewriting:
 
-    move_rewriting  half of the linking notes rewritten, the note not moved, nothing committed
+    move_rewriting  half of the linking notes rewritten, the note not moved, nothing committed (every store)
     move_committed  committed, the move's journal not yet removed
 
 Never set these variables in a deployment: a paused request holds the ledger's lock.

@@ -457,7 +457,7 @@ def notes_move(services: Services) -> ToolDef:
                 **{"from": {"type": "string"}, "to": {"type": "string"}},
             ),
             read_only_hint=False,
-            destructive_hint=False,
+            destructive_hint=True,
             idempotent_hint=False,
         ),
         handler=EditTools(services).move,
