@@ -32,6 +32,7 @@ from notewarden.ledger import SqlSession
 from notewarden.ledger.schema import SchemaComponent
 
 __all__ = [
+    "HISTORY_COLUMNS",
     "HISTORY_SCHEMA",
     "Change",
     "HistoryEntry",
@@ -87,6 +88,8 @@ HISTORY_SCHEMA = SchemaComponent(
 )
 
 _COLUMNS = "version_id, note_id, saved_at, principal, tool, summary, size, version"
+HISTORY_COLUMNS = "version_id, note_id, trash_id, saved_at, principal, tool, summary, size, version"
+"""A row as `notewarden import`/`export` carry it (the workspace and the body apart)."""
 
 
 @dataclass(frozen=True, slots=True)

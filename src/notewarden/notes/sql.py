@@ -79,7 +79,7 @@ from notewarden.notes.derived import (
     search_vector,
     title_patterns,
 )
-from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
+from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import fold, parse_note, tag_key
 from notewarden.notes.model import Note, nearly_same, note_stem, title_words
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
@@ -1372,6 +1372,23 @@ class SqlNoteStore:
                     (workspace,),
                 )
             ]
+
+    def history_rows(self, workspace: str) -> list[tuple[tuple[Any, ...], str]]:
+        """Every saved version of the workspace (`history.HISTORY_COLUMNS`, and the body), a page per
+        snapshot."""
+        found: list[tuple[tuple[Any, ...], str]] = []
+        after = ""
+        while True:
+            with self._ledger.snapshot() as db:
+                rows = db.execute(
+                    f"SELECT {HISTORY_COLUMNS}, body FROM note_history WHERE workspace = ? AND version_id > ? "
+                    "ORDER BY version_id LIMIT ?",
+                    (workspace, after, DERIVE_BATCH),
+                )
+            found += [(tuple(row[:-1]), str(row[-1])) for row in rows]
+            if len(rows) < DERIVE_BATCH:
+                return found
+            after = rows[-1][0]
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
         """Nothing to recover: every trash change commits or rolls back with its transaction."""
