@@ -457,6 +457,10 @@ class NoteIndex:
         self._defer_links = False
         """During a first full walk: links resolved and tags counted once, at its end."""
         self._recount: set[str] = set()
+        self._pending_tags: list[tuple[str, str, str, str]] = []
+        self._pending_links: list[tuple[Any, ...]] = []
+        """Rows of `_store_facts` not yet written: `_flush_facts` writes them before the transaction ends
+        and before anything deletes or reads facts."""
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -1146,10 +1150,7 @@ class NoteIndex:
         for tag in facts.tags:
             tags.setdefault(tag_key(tag.name), tag.name)
         if tags:
-            db.executemany(
-                "INSERT INTO note_tags (workspace, note_id, tag, name) VALUES (?, ?, ?, ?)",
-                [(workspace, note_id, key, name) for key, name in tags.items()],
-            )
+            self._pending_tags += [(workspace, note_id, key, name) for key, name in tags.items()]
             self._count_tags(workspace, tags)
         aliases = {fold(a): a for a in facts.aliases}
         if aliases:
@@ -1158,7 +1159,7 @@ class NoteIndex:
                 [(workspace, note_id, key, alias) for key, alias in aliases.items()],
             )
         self._dirty.update((workspace, key) for key in (name_key(note_id), *aliases))
-        rows = []
+        rows = self._pending_links
         for seq, link in enumerate(facts.links):
             key = name_key(link.path.rstrip("/")) if link.path else ""
             target, via = (note_id, "self") if not link.path else (None, None)
@@ -1182,14 +1183,25 @@ class NoteIndex:
                     via,
                 )
             )
-        if rows:
-            db.executemany(
+
+    def _flush_facts(self) -> None:
+        """Write the tag and link rows `_store_facts` gathered: one statement each per transaction,
+        not per note (a first build of 10,000 notes made 20,000 calls)."""
+        tags, self._pending_tags = self._pending_tags, []
+        links, self._pending_links = self._pending_links, []
+        if tags:
+            self._db.executemany(
+                "INSERT INTO note_tags (workspace, note_id, tag, name) VALUES (?, ?, ?, ?)", tags
+            )
+        if links:
+            self._db.executemany(
                 "INSERT INTO note_links (workspace, note_id, seq, line, style, embed, path, anchor, written, "
                 "context, name_key, target, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
+                links,
             )
 
     def _forget_facts(self, workspace: str, note_id: str) -> None:
+        self._flush_facts()
         db = self._db
         gone_tags = db.execute(
             "DELETE FROM note_tags WHERE workspace = ? AND note_id = ? RETURNING tag", (workspace, note_id)
@@ -1295,6 +1307,7 @@ class NoteIndex:
 
     def _forget_subtree(self, workspace: str, path: str) -> None:
         """Drop a directory (`""`: the whole workspace) and everything below it, and its watches."""
+        self._flush_facts()
         within, bounds = _range("id", path)
         dir_within, dir_bounds = _range("path", path)
         note_within, note_bounds = _range("note_id", path)
@@ -1355,10 +1368,12 @@ class NoteIndex:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._flush_facts()
             if not self._defer_links:
                 self._resolve_dirty()
         except BaseException:
             self._dirty.clear()
+            self._pending_tags, self._pending_links = [], []
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")

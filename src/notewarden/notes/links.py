@@ -87,6 +87,8 @@ def _folder(note_id: str) -> str:
 
 def _joined(folder: str, path: str) -> str | None:
     """`path` from `folder`, normalized; None when it climbs above the root."""
+    if path and not path.startswith(("/", ".")) and "/." not in path and "//" not in path and path[-1] != "/":
+        return f"{folder}/{path}" if folder else path  # nothing to normalize (the common case: quicker)
     joined = posixpath.normpath(posixpath.join(folder, path)) if path else folder
     if joined == ".":
         return ""
