@@ -78,7 +78,15 @@ from typing import Any
 import inotify_simple
 
 from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.links import VaultLookup, anchor_found, context_line, name_key, note_key, resolve_path
+from notewarden.notes.links import (
+    MappedVault,
+    VaultLookup,
+    anchor_found,
+    context_line,
+    name_key,
+    note_key,
+    resolve_path,
+)
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import Note, nearly_same, note_stem, title_matches, title_words
 from notewarden.notes.store import (
@@ -274,32 +282,24 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
     return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
 
 
-class _LoadedLookup:
+class _LoadedLookup(MappedVault):
     """`links.VaultLookup` over every note of a workspace at once: for a pass that resolves many
     names (a first build), one read of the keys instead of a query per name."""
 
     def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
-        self._paths: dict[str, str] = {}
-        self._names: dict[str, list[str]] = {}
-        self._aliases: dict[str, list[str]] = {}
+        paths: dict[str, str] = {}
+        names: dict[str, list[str]] = {}
+        aliases: dict[str, list[str]] = {}
         for note_id, path_key, key in db.execute(
             "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
         ):
-            self._paths.setdefault(path_key, note_id)
-            self._names.setdefault(key, []).append(note_id)
+            paths.setdefault(path_key, note_id)
+            names.setdefault(key, []).append(note_id)
         for note_id, key in db.execute(
             "SELECT note_id, alias_key FROM note_aliases WHERE workspace = ?", (workspace,)
         ):
-            self._aliases.setdefault(key, []).append(note_id)
-
-    def by_path(self, key: str) -> str | None:
-        return self._paths.get(key)
-
-    def by_name(self, key: str) -> list[str]:
-        return self._names.get(key, [])
-
-    def by_alias(self, key: str) -> list[str]:
-        return self._aliases.get(key, [])
+            aliases.setdefault(key, []).append(note_id)
+        super().__init__(paths, names, aliases)
 
 
 def _same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:

@@ -45,6 +45,7 @@ from urllib.parse import quote
 from notewarden.notes.markdown import Heading, Link, fold, parse_note
 
 __all__ = [
+    "MappedVault",
     "MemoryVault",
     "MovedVault",
     "Resolution",
@@ -224,21 +225,16 @@ def _in_order(wanted: list[str], path: list[str]) -> bool:
     return all(any(p == w for p in rest) for w in wanted)
 
 
-class MemoryVault:
-    """A `VaultLookup` over a set of note ids and their aliases: tests, and the before/after
-    views of one move (`rewrite_for_move`)."""
+class MappedVault:
+    """A `VaultLookup` answered from mappings built beforehand (key -> note ids)."""
 
-    def __init__(self, note_ids: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
-        self.ids = sorted(note_ids)
-        self.aliases = {k: list(v) for k, v in (aliases or {}).items()}
-        self._paths = {note_key(i): i for i in self.ids}
-        self._names: dict[str, list[str]] = {}
-        for note_id in self.ids:
-            self._names.setdefault(name_key(note_id), []).append(note_id)
-        self._aliased: dict[str, list[str]] = {}
-        for note_id, names in self.aliases.items():
-            for alias in names:
-                self._aliased.setdefault(fold(alias), []).append(note_id)
+    def __init__(
+        self,
+        paths: Mapping[str, str],
+        names: Mapping[str, Sequence[str]],
+        aliases: Mapping[str, Sequence[str]],
+    ) -> None:
+        self._paths, self._names, self._aliased = paths, names, aliases
 
     def by_path(self, key: str) -> str | None:
         return self._paths.get(key)
@@ -248,6 +244,23 @@ class MemoryVault:
 
     def by_alias(self, key: str) -> Sequence[str]:
         return self._aliased.get(key, ())
+
+
+class MemoryVault(MappedVault):
+    """A `VaultLookup` over a set of note ids and their aliases: tests, and the before/after
+    views of one move (`rewrite_for_move`)."""
+
+    def __init__(self, note_ids: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
+        self.ids = sorted(note_ids)
+        self.aliases = {k: list(v) for k, v in (aliases or {}).items()}
+        names: dict[str, list[str]] = {}
+        for note_id in self.ids:
+            names.setdefault(name_key(note_id), []).append(note_id)
+        aliased: dict[str, list[str]] = {}
+        for note_id, found in self.aliases.items():
+            for alias in found:
+                aliased.setdefault(fold(alias), []).append(note_id)
+        super().__init__({note_key(i): i for i in self.ids}, names, aliased)
 
     def moved(self, old_id: str, new_id: str) -> MovedVault:
         """The vault after `old_id` is renamed to `new_id` (its aliases go with it)."""

@@ -415,16 +415,17 @@ class _SqlLookup:
         return self._aliases[key]
 
 
-class _LoadedSqlLookup(_SqlLookup):
+class _LoadedSqlLookup(links.MappedVault):
     """Every key of the workspace read once, a page at a time: for resolving many names (an import)."""
 
     def __init__(self, db: SqlSession, workspace: str) -> None:
-        super().__init__(db, workspace)
+        sql = _STATEMENTS[db.dialect]
+        self.rows: dict[str, int] = {}
         paths: dict[str, str] = {}
         names: dict[str, list[str]] = {}
         after = ""
         while True:
-            page = db.execute(self._sql["keys_page"], (workspace, after, DERIVE_BATCH))
+            page = db.execute(sql["keys_page"], (workspace, after, DERIVE_BATCH))
             for row_id, path, path_key, name in page:
                 self.rows[path] = row_id
                 paths.setdefault(path_key, path)
@@ -434,20 +435,10 @@ class _LoadedSqlLookup(_SqlLookup):
             after = page[-1][1]
         by_row = {row_id: path for path, row_id in self.rows.items()}
         aliases: dict[str, list[str]] = {}
-        for key, row_id in db.execute(self._sql["aliases_all"], (workspace,)):
+        for key, row_id in db.execute(sql["aliases_all"], (workspace,)):
             if row_id in by_row:  # not a row whose id breaks the path rules
                 aliases.setdefault(key, []).append(by_row[row_id])
-        self._paths = dict(paths)
-        self._names, self._aliases = names, aliases
-
-    def by_path(self, key: str) -> str | None:
-        return self._paths.get(key)
-
-    def by_name(self, key: str) -> list[str]:
-        return self._names.get(key, [])
-
-    def by_alias(self, key: str) -> list[str]:
-        return self._aliases.get(key, [])
+        super().__init__(paths, names, aliases)
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
