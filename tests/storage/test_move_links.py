@@ -9,17 +9,23 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from notewarden.notes.history import Change, Retention
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
+from notewarden.notes.history import HISTORY_SCHEMA, Change, Retention
+from notewarden.notes.links import MemoryVault, relink
+from notewarden.notes.markdown import parse_note
 from notewarden.notes.store import Moved, replace_with
-from notewarden.scope.fsroot import NoteExists
-from notewarden.scope.uri import parse_file_uri
+from notewarden.scope.fsroot import NoteExists, WorkspaceRoot
+from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.uri import FileUri, parse_file_uri
 from tests.pg import PgDatabase
 from tests.storage.test_history import Kit, open_kit
 from tests.unit.test_links import MOVES, rewrite_all
-from tests.vault_cases import VAULT
+from tests.vault_cases import VAULT, write_vault
 
 MOVE = Change("alice", "notes_move", "links follow the move")
 UNDO = Change("alice", "notes_revert", "undo the move's rewrite")
@@ -91,3 +97,35 @@ def test_a_move_without_relinking_touches_only_the_moved_note_and_never_replaces
     after = contents(kit)
     assert after.pop("Plan.md") == before.pop("Projects/Atlas/Plan.md")
     assert after == before
+
+
+class EditedDuringMove(FilesNoteStore):
+    """The files store, with an editor's write landing after the move planned and before it swaps:
+    the window a real editor can hit (the plan reads every linking note first)."""
+
+    def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[Any]:
+        planned = super()._plan_move(scope, moved_from, moved_to)
+        with (Path(scope.workspace.path) / "Home.md").open("a") as editor:
+            editor.write("\nAdded while it moved: [[Plan]].\n")
+        return planned
+
+
+def test_a_note_an_editor_changes_during_the_move_is_rewritten_on_its_new_content(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write_vault(folder)
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA])
+    store = EditedDuringMove(tmp_path / "index.sqlite3", ledger=ledger)
+    with WorkspaceRoot.open(str(folder)) as root:
+        scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
+        moved_from, moved_to = "Projects/Atlas/Plan.md", "Projects/Atlas/Atlas plan.md"
+        moved = store.move_note(scope, moved_from, moved_to, relink=MOVE)
+        edited = VAULT["Home.md"] + "\nAdded while it moved: [[Plan]].\n"
+        aliases = {n: parse_note(t, n).aliases for n, t in VAULT.items()}
+        expected, _ = relink(edited, "Home.md", "Home.md", moved_from, moved_to, MemoryVault(VAULT, aliases))
+        assert (folder / "Home.md").read_text() == expected, "the editor's line kept, its link rewritten too"
+        assert "Added while it moved: [[Atlas plan]]." in expected
+        home = next(r for r in moved.relinked if r.note_id == "Home.md")
+        assert home.saved is not None
+        assert store.saved_version(scope, "Home.md", home.saved.version_id)[1] == edited.encode()
+    store.close()
+    ledger.close()

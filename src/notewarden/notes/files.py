@@ -627,7 +627,14 @@ class FilesNoteStore:
             root.remove_record(MOVE_JOURNAL_NAME)
             logger.warning("finished an interrupted move", extra={"move": move_id, "note": journal["to"]})
         else:
-            self._undo_move(root, journal)
+            try:
+                self._undo_move(root, journal)
+            except FsError as exc:  # the journal stays: the next write of the workspace tries again
+                logger.error(
+                    "an interrupted move could not be undone yet",
+                    extra={"move": move_id, "note": journal["from"], "reason": str(exc)},
+                )
+                return 0
             logger.warning("undid an interrupted move", extra={"move": move_id, "note": journal["from"]})
         return 1
 
@@ -647,11 +654,13 @@ class FilesNoteStore:
             except NoteMissing:
                 data, identity = None, None
             version = None if data is None else content_version(data)
-            if version == step["new"] and identity is not None:
+            if version == step["old"]:
+                pass  # not rewritten (or rewritten back)
+            elif version == step["new"] and identity is not None:
                 root.replace_note(
                     step["id"], root.read_history(step["saved"], _HISTORY_READ_MAX), expected=identity
                 )
-            elif version != step["old"]:
+            else:
                 logger.error(
                     "a note an interrupted move rewrote was changed since; left as it is",
                     extra={"note": step["id"], "move": journal["move"]},
