@@ -680,6 +680,9 @@ class SqlNoteStore:
                 self._resolve_dirty(txn, workspace)
 
     def _resolve_dirty(self, txn: LedgerTxn, workspace: str) -> None:
+        """Rule 4: resolve again the links recorded in `links_dirty`, a chunk of keys at a time (each
+        chunk read, resolved and written before the next: no long pause inside the transaction, which
+        PostgreSQL's `idle_in_transaction_session_timeout` would end)."""
         sql = _STATEMENTS[txn.dialect]
         taken = txn.execute(sql["dirty_take"], (workspace,))
         every = sorted({key for key, row in taken if not row})
@@ -692,22 +695,24 @@ class SqlNoteStore:
             if len(every) + len(own) <= DERIVE_BATCH
             else _LoadedSqlLookup(txn, workspace)
         )
-        found: list[Sequence[Any]] = []
+
+        def resolve(found: Sequence[Sequence[Any]]) -> None:
+            sources: dict[int, str] = {}
+            for chunk in _chunks(sorted({int(r[0]) for r in found})):
+                sources.update(txn.execute(sql["paths_of"].format(marks=_marks(chunk)), chunk))
+            updates = []
+            for note_row, seq, path, style, target_row, via, _ in found:
+                resolved = links.resolve_path(path, style, sources[note_row], lookup)
+                row = None if resolved.target is None else lookup.rows.get(resolved.target)
+                if (row, resolved.via) != (target_row, via):
+                    updates.append((row, resolved.via, note_row, seq))
+            _execute_many(txn, sql["link_resolved"], updates)
+
         for chunk in _chunks(every):
-            found += txn.execute(sql["links_named"].format(marks=_marks(chunk)), (workspace, *chunk))
+            resolve(txn.execute(sql["links_named"].format(marks=_marks(chunk)), (workspace, *chunk)))
         for chunk in _chunks(sorted(own)):
             rows = txn.execute(sql["links_of"].format(marks=_marks(chunk)), chunk)
-            found += [r for r in rows if r[6] in own[r[0]]]
-        sources: dict[int, str] = {}
-        for chunk in _chunks(sorted({int(r[0]) for r in found})):
-            sources.update(txn.execute(sql["paths_of"].format(marks=_marks(chunk)), chunk))
-        updates = []
-        for note_row, seq, path, style, target_row, via, _ in found:
-            resolved = links.resolve_path(path, style, sources[note_row], lookup)
-            row = None if resolved.target is None else lookup.rows.get(resolved.target)
-            if (row, resolved.via) != (target_row, via):
-                updates.append((row, resolved.via, note_row, seq))
-        _execute_many(txn, sql["link_resolved"], updates)
+            resolve([r for r in rows if r[6] in own[r[0]]])
 
     def _store_facts(self, txn: LedgerTxn | SqlSession, workspace: str, written: Sequence[_Written]) -> None:
         """Rule 4: the rows' tags, aliases, properties and links, replacing what they had, and the
