@@ -65,7 +65,7 @@ NOTE_SUFFIXES = (".md", ".markdown")
 
 
 def _strip_suffix(path: str) -> str:
-    lower = path.lower()
+    lower = path[-len(".markdown") :].lower()  # only the end can be a suffix
     for suffix in NOTE_SUFFIXES:
         if lower.endswith(suffix) and len(path) > len(suffix):
             return path[: -len(suffix)]
