@@ -685,10 +685,11 @@ class SqlNoteStore:
         PostgreSQL's `idle_in_transaction_session_timeout` would end)."""
         sql = _STATEMENTS[txn.dialect]
         taken = txn.execute(sql["dirty_take"], (workspace,))
-        every = sorted({key for key, row in taken if not row})
+        named = {key for key, row in taken if not row}
+        every = sorted(named)
         own: dict[int, set[str]] = {}
         for key, row in taken:
-            if row and key not in every:
+            if row and key not in named:
                 own.setdefault(int(row), set()).add(key)
         lookup = (
             _SqlLookup(txn, workspace)
