@@ -468,6 +468,9 @@ class NoteIndex:
         # SQLite's temporary files (sorts, statement journals) go to /tmp or /var/tmp, which the
         # sandbox forbids: a large index build then failed with "unable to open database file".
         self._db.execute("PRAGMA temp_store = MEMORY")
+        # A 100k-note workspace's build with links (300k link rows, resolved in a second pass) ran
+        # 53 s on the default 2 MiB page cache and 41 s on this one (the build without links: 21 s)
+        self._db.execute("PRAGMA cache_size = -131072")  # KiB: at most 128 MiB, used as it fills
         apply_migrations(self._db, "notes_index", INDEX_MIGRATIONS)
         (self._stale,) = self._db.execute("SELECT count(*) FROM fts_stale").fetchone()
 
