@@ -204,3 +204,8 @@ def test_tags_filters_fallback_completion_and_similar_titles(
     assert ("deleted", "Areas/Team/Meeting.md") in {
         (c.kind, c.note_id) for c in store.recent(scope, since_ns=0, limit=100)
     }
+    with ledger.critical_section() as txn:  # rows added in bulk (an import) are counted too
+        rows = [(f"bulk/{i}.md", f"# Bulk {i}\n#bulk #index\n", time.time_ns()) for i in range(3)]
+        assert store.add_rows(txn, str(scope.workspace), rows) == [True, True, True]
+    counted = {t.tag: t.notes for t in store.tags(scope, prefix="", after=None, limit=100)}
+    assert (counted["bulk"], counted["index"]) == (3, counts["index"] + 3)

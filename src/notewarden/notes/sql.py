@@ -202,15 +202,14 @@ def _sql(dialect: str) -> dict[str, str]:
         "facts_property": "INSERT INTO note_properties (note_row, workspace, name, value_text, value_num) "
         "VALUES (?, ?, ?, ?, ?)",
         "facts_link": "INSERT INTO note_links (note_row, seq, workspace, line, style, embed, path, anchor, "
-        "written, context, name_key, target_row, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "written, context, name_key, target_row, via, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "dirty": "INSERT INTO links_dirty (workspace, name_key, note_row) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         "dirty_probe": "SELECT 1 FROM links_dirty WHERE workspace = ? LIMIT 1",
         "dirty_take": "DELETE FROM links_dirty WHERE workspace = ? RETURNING name_key, note_row",
-        "links_named": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.name_key "
+        "links_named": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.source, l.name_key "
         "FROM note_links l WHERE l.workspace = ? AND l.name_key IN ({marks}) AND l.path != ''",
-        "links_of": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.name_key "
+        "links_of": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.source, l.name_key "
         "FROM note_links l WHERE l.note_row IN ({marks}) AND l.path != ''",
-        "paths_of": "SELECT n.id, n.path FROM notes n WHERE n.id IN ({marks})",
         "link_resolved": "UPDATE note_links SET target_row = ?, via = ? WHERE note_row = ? AND seq = ?",
         "by_path": "SELECT n.id, n.path FROM notes n WHERE n.workspace = ? AND n.name_key = ? AND n.path_key = ? "
         "AND n.title IS NOT NULL ORDER BY n.path LIMIT 1",
@@ -222,19 +221,16 @@ def _sql(dialect: str) -> dict[str, str]:
         "AND n.path > ? AND n.title IS NOT NULL ORDER BY n.path LIMIT ?",
         "aliases_all": "SELECT alias_key, note_row FROM note_aliases WHERE workspace = ?",
         "aliases_of": "SELECT alias_key FROM note_aliases WHERE note_row = ?",
-        "linking": "SELECT s.path FROM note_links l JOIN notes s ON s.id = l.note_row WHERE l.target_row = ? "
-        "UNION SELECT s.path FROM note_links l JOIN notes s ON s.id = l.note_row WHERE l.workspace = ? "
-        "AND l.name_key IN ({marks})",
+        "linking": "SELECT l.source FROM note_links l WHERE l.target_row = ? "
+        "UNION SELECT l.source FROM note_links l WHERE l.workspace = ? AND l.name_key IN ({marks})",
         "note_facts": f"SELECT {columns}, n.front_matter, n.property_error FROM notes n "
         "WHERE n.workspace = ? AND n.path = ?",
         "links_out": "SELECT l.line, l.written, l.context, l.embed, l.path, l.anchor, t.path, l.via, l.style "
         "FROM note_links l LEFT JOIN notes t ON t.id = l.target_row WHERE l.note_row = ? ORDER BY l.seq",
-        "backlinks_count": "SELECT count(*) FROM note_links l WHERE l.target_row = ?",
-        "backlinks_count_within": "SELECT count(*) FROM note_links l JOIN notes n ON n.id = l.note_row "
-        "WHERE l.target_row = ?{within}",
-        "backlinks": "SELECT n.path, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style "
+        "backlinks_count": "SELECT count(*) FROM note_links l WHERE l.target_row = ?{within}",
+        "backlinks": "SELECT l.source, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style "
         "FROM note_links l JOIN notes n ON n.id = l.note_row WHERE l.target_row = ?{within} "
-        "ORDER BY n.path, l.seq LIMIT ?",
+        "ORDER BY l.source, l.seq LIMIT ?",
         "note_tag_names": "SELECT name FROM note_tags WHERE note_row = ? AND name IS NOT NULL ORDER BY tag",
         "tags_counted": "SELECT name, notes FROM tag_counts WHERE workspace = ? AND tag >= ? AND tag < ? "
         "ORDER BY tag LIMIT ?",
@@ -283,6 +279,12 @@ _SQLITE_QUERIES = {
 }
 
 _POSTGRES_QUERIES = {
+    # add_rows: a batch's tags counted once (the trigger skips them), not one update of a hot row per tag
+    "tags_counted_later": "SELECT set_config('notewarden.tags_counted_later', ?, true)",
+    "tags_count_added": "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), "
+    "count(*) FROM note_tags WHERE note_row IN ({marks}) AND name IS NOT NULL GROUP BY workspace, tag "
+    "ON CONFLICT (workspace, tag) DO UPDATE SET notes = tag_counts.notes + excluded.notes, "
+    "name = least(tag_counts.name, excluded.name)",
     "similar": f"SELECT {_COLUMNS['postgres']} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL{{within}} "
     "AND ({likes}) ORDER BY n.path LIMIT ?",
     "titled_trigram": f"SELECT {_COLUMNS['postgres']} FROM notes n WHERE n.workspace = ? "
@@ -560,11 +562,11 @@ def _text(data: bytes) -> str:
     return text
 
 
-def _within(subtree: str) -> tuple[str, tuple[str, ...]]:
-    """SQL restricting `n.path` to the folder `subtree` ("" is the whole workspace)."""
+def _within(subtree: str, column: str = "n.path") -> tuple[str, tuple[str, ...]]:
+    """SQL restricting `column` (a note id) to the folder `subtree` ("" is the whole workspace)."""
     if not subtree:
         return "", ()
-    return " AND n.path >= ? AND n.path < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
+    return f" AND {column} >= ? AND {column} < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
 
 
 def _json(value: object) -> dict[str, Any] | None:
@@ -698,12 +700,9 @@ class SqlNoteStore:
         )
 
         def resolve(found: Sequence[Sequence[Any]]) -> None:
-            sources: dict[int, str] = {}
-            for chunk in _chunks(sorted({int(r[0]) for r in found})):
-                sources.update(txn.execute(sql["paths_of"].format(marks=_marks(chunk)), chunk))
             updates = []
-            for note_row, seq, path, style, target_row, via, _ in found:
-                resolved = links.resolve_path(path, style, sources[note_row], lookup)
+            for note_row, seq, path, style, target_row, via, source, _ in found:
+                resolved = links.resolve_path(path, style, source, lookup)
                 row = None if resolved.target is None else lookup.rows.get(resolved.target)
                 if (row, resolved.via) != (target_row, via):
                     updates.append((row, resolved.via, note_row, seq))
@@ -713,7 +712,7 @@ class SqlNoteStore:
             resolve(txn.execute(sql["links_named"].format(marks=_marks(chunk)), (workspace, *chunk)))
         for chunk in _chunks(sorted(own)):
             rows = txn.execute(sql["links_of"].format(marks=_marks(chunk)), chunk)
-            resolve([r for r in rows if r[6] in own[r[0]]])
+            resolve([r for r in rows if r[7] in own[r[0]]])
 
     def _store_facts(self, txn: LedgerTxn | SqlSession, workspace: str, written: Sequence[_Written]) -> None:
         """Rule 4: the rows' tags, aliases, properties and links, replacing what they had, and the
@@ -762,6 +761,7 @@ class SqlNoteStore:
                         key,
                         None if link.path else note.row_id,
                         None if link.path else "self",
+                        note.path,
                     )
                 )
         _execute_many(txn, sql["facts_tag"], tags)
@@ -894,7 +894,7 @@ class SqlNoteStore:
         workspace = str(scope.workspace)
         _inside(scope, note_id)
         self._current_links(workspace)
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within("/".join(scope.subtree), "l.source")
         with self._ledger.snapshot() as db:
             sql = _STATEMENTS[db.dialect]
             rows = db.execute(sql["note_facts"], (workspace, note_id))
@@ -902,8 +902,7 @@ class SqlNoteStore:
                 raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
             note, row_id = _note(rows[0]), rows[0][2]
             outgoing = db.execute(sql["links_out"], (row_id,))
-            count = sql["backlinks_count_within"].format(within=within) if within else sql["backlinks_count"]
-            ((total,),) = db.execute(count, (row_id, *bounds))
+            ((total,),) = db.execute(sql["backlinks_count"].format(within=within), (row_id, *bounds))
             back = db.execute(sql["backlinks"].format(within=within), (row_id, *bounds, limit))
             tags = [str(name) for (name,) in db.execute(sql["note_tag_names"], (row_id,))]
             anchors = _Anchors(self, db, scope)
@@ -1310,7 +1309,8 @@ class SqlNoteStore:
         ]
         if txn.dialect == "sqlite":
             ids = [txn.execute(statement, values) for values in params]
-        else:
+        else:  # the batch's tags counted once below, not by a trigger per row (a hot row updated per tag)
+            txn.execute(_STATEMENTS["postgres"]["tags_counted_later"], ("on",))
             cursor = txn.connection.cursor()
             cursor.executemany(statement.replace("?", "%s").encode(), params, returning=True)
             ids = []
@@ -1325,6 +1325,10 @@ class SqlNoteStore:
             if found
         ]
         self._store_facts(txn, workspace, written)
+        if txn.dialect == "postgres":
+            txn.execute(_STATEMENTS["postgres"]["tags_counted_later"], ("off",))
+            for chunk in _chunks([w.row_id for w in written]):
+                txn.execute(_STATEMENTS["postgres"]["tags_count_added"].format(marks=_marks(chunk)), chunk)
         return [bool(found) for found in ids]
 
     def settle_after_bulk_write(self, workspace: str) -> None:

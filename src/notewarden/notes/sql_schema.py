@@ -40,7 +40,7 @@ deletes:
 | `tag_counts`       | notes per tag, kept by triggers on `note_tags`        | `notes_tags` in O(tags shown)          |
 | `note_aliases`     | folded aliases                                        | resolving `[[Alias]]`                   |
 | `note_properties`  | each front-matter value (each item of a list): text or number | equals / in / before / after    |
-| `note_links`       | each link as written, its line of context, name key, resolved `target_row` and how | backlinks; the links a name can reach |
+| `note_links`       | each link as written, its line of context, name key, resolved `target_row` and how, and its note's id (`source`) | backlinks in order (`target_row, source`); the links a name can reach |
 | `links_dirty`      | name keys whose links must be resolved again (`note_row` 0: every link with it; else that note's) | |
 | `notes_gone`       | a note deleted (by anyone), for `GONE_KEPT_DAYS`      | `notes_recent`                          |
 
@@ -254,9 +254,9 @@ _SQLITE_KNOWLEDGE = f"""
         note_row INTEGER NOT NULL, seq INTEGER NOT NULL, workspace TEXT NOT NULL, line INTEGER NOT NULL,
         style TEXT NOT NULL, embed INTEGER NOT NULL, path TEXT NOT NULL, anchor TEXT NOT NULL,
         written TEXT NOT NULL, context TEXT NOT NULL, name_key TEXT NOT NULL, target_row INTEGER, via TEXT,
-        PRIMARY KEY (note_row, seq)
+        source TEXT NOT NULL, PRIMARY KEY (note_row, seq)
     ) WITHOUT ROWID;
-    CREATE INDEX note_links_by_target ON note_links (target_row);
+    CREATE INDEX note_links_by_target ON note_links (target_row, source, seq);
     CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
     CREATE TABLE links_dirty (
         workspace TEXT NOT NULL, name_key TEXT NOT NULL, note_row INTEGER NOT NULL,
@@ -321,6 +321,9 @@ _POSTGRES_KNOWLEDGE = f"""
     );
     CREATE FUNCTION note_tags_counted() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+        IF current_setting('notewarden.tags_counted_later', true) = 'on' THEN
+            RETURN NULL;  -- a bulk insert counts its rows' tags once (notes.sql add_rows)
+        END IF;
         IF TG_OP = 'INSERT' THEN
             INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (NEW.workspace, NEW.tag, NEW.name, 1)
                 ON CONFLICT (workspace, tag) DO UPDATE
@@ -351,9 +354,9 @@ _POSTGRES_KNOWLEDGE = f"""
         note_row bigint NOT NULL, seq integer NOT NULL, workspace text NOT NULL, line integer NOT NULL,
         style text NOT NULL, embed boolean NOT NULL, path text NOT NULL, anchor text NOT NULL,
         written text NOT NULL, context text NOT NULL, name_key text COLLATE "C" NOT NULL, target_row bigint,
-        via text, PRIMARY KEY (note_row, seq)
+        via text, source text COLLATE "C" NOT NULL, PRIMARY KEY (note_row, seq)
     );
-    CREATE INDEX note_links_by_target ON note_links (target_row);
+    CREATE INDEX note_links_by_target ON note_links (target_row, source, seq);
     CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
     CREATE TABLE links_dirty (
         workspace text NOT NULL, name_key text COLLATE "C" NOT NULL, note_row bigint NOT NULL,
