@@ -7,8 +7,8 @@ Rule 1 (resolution, as Obsidian opens a link; `resolve`). Names compare case-ins
 1. empty (`[[#Heading]]`): the linking note itself;
 2. `/a/b`: the path from the workspace root, and nothing else;
 3. `./a`, `../a`: the path from the linking note's folder, and nothing else;
-4. a wiki link: the path from the root, then from the linking note's folder; a Markdown link:
-   from the linking note's folder first (what a Markdown link means everywhere else), then the root;
+4. a wiki link: the path from the root, then from the linking note's folder; a Markdown link: the
+   path from the linking note's folder first (what a Markdown link means everywhere else), then the root;
 5. else by file name: every note whose path ends with the link's path, component by component
    (`[[Note]]` finds `x/Note.md`; `[[b/Note]]` finds `a/b/Note.md`). One: that note. Several: the
    tie-break, in order: the one in the linking note's own folder, then the one with the fewest
