@@ -31,6 +31,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
+from notewarden.display import visible
 from notewarden.notes.editing import Edit, EditError, apply_edits, edit_summary, parse_edits
 from notewarden.notes.history import Change
 from notewarden.notes.model import compose_note, content_version
@@ -296,7 +297,8 @@ class EditTools:
                 "uri": note_uri(scope, note.note_id),
                 "linksRewritten": len(note.rewrites),
                 "links": [
-                    {"line": r.line, "before": r.old, "after": r.new} for r in note.rewrites[:REWRITES_SHOWN]
+                    {"line": r.line, "before": visible(r.old), "after": visible(r.new)}
+                    for r in note.rewrites[:REWRITES_SHOWN]
                 ],
             }
             if note.saved is not None:
@@ -408,7 +410,7 @@ REWRITTEN_NOTE: dict[str, Any] = {
         "linksRewritten": {"type": "integer", "minimum": 1},
         "links": {
             "type": "array",
-            "description": f"The rewritten links, at most {REWRITES_SHOWN}.",
+            "description": f"The rewritten links, at most {REWRITES_SHOWN}, as shown to a person.",
             "items": {
                 "type": "object",
                 "properties": {
