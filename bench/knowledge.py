@@ -1,8 +1,15 @@
 """Tags, links, backlinks, recent changes and question search at 1k, 10k and 100k notes, and the
-index build with links against the build without them (issue 14).
+index build with links against the build without them (issue 14), on the files store and on the
+PostgreSQL store.
 
-    .venv/bin/python -m bench.knowledge                 # 1000 10000 100000
+    .venv/bin/python -m bench.knowledge                 # 1000 10000 100000, both stores
     .venv/bin/python -m bench.knowledge 1000 10000      # a subset
+    .venv/bin/python -m bench.knowledge --store files 1000
+    .venv/bin/python -m bench.knowledge --label under-load 100000   # results/knowledge-under-load.*
+
+The PostgreSQL store uses its own database (`--database-url`, default `DATABASE_URL` below), which
+it drops and creates again for each build: never point it at a database you keep. Its "build" is
+`notewarden import` of the same folder (rows, derived columns, tags, links and their resolution).
 
 Goals: p50 at 100k notes at most 2x p50 at 1k for notes_tags, notes_links (a note's links and its
 backlinks), notes_recent and a question; the index of 100k notes with links built in at most 2x
@@ -11,19 +18,20 @@ the time of the same notes without links.
 For each size, two real folders of the same notes (`bench.scale`'s generator): plain, and with
 links: each note links three others (`[[name]]`, `[[folder/name#Heading|text]]`, a relative
 Markdown link), has two tags (one nested), a heading and a block id; one note in a hundred also
-links the hub note. Each folder gets a fresh state directory and the shipped tools, called in
-process. Measured over REPEATS warm calls after one warm-up: the first call (the index build),
+links the hub note. Each folder gets a fresh state directory (or a fresh database) and the shipped
+tools, called in process. Measured over REPEATS warm calls after one warm-up: the first call (the index build),
 notes_tags, notes_links of an ordinary note and of the hub (backlinks: 1% of the notes, 50 shown),
 notes_recent (20 newest), notes_search with a question whose words all appear in 8 notes
 ("how does the zeppelin fly": stop words dropped, "fly" stemmed), and with three common words
 whose all-words hits are too few, so the ranked fallback ranks every note with any of them: that
 one grows with the workspace by design (bm25 visits every match), shown for honesty.
 
-Prints a table; writes bench/results/knowledge.json and bench/results/knowledge.md.
+Prints a table per store; writes bench/results/knowledge[-LABEL].json and .md.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import random
@@ -36,10 +44,17 @@ from typing import Any
 
 from bench.scale import PER_DIR, RESULTS, call, latency, open_at, timed, vocabulary, write_workspace
 from notewarden.app import default_tools
+from notewarden.config import Config, parse_config
+from notewarden.services import Services, open_services
+from notewarden.storage import upgrade_schema
 from notewarden.tools.registry import ToolRegistry
+from notewarden.transfer import import_folder
 
 SIZES = (1000, 10_000, 100_000)
+STORES = ("files", "postgres")
 HUB = "d0000/n000000.md"
+DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/nw_knowledge_bench"
+PG_WORKSPACE = "file:///bench-knowledge/notes"
 
 
 def add_links(folder: Path, count: int) -> None:
@@ -58,27 +73,62 @@ def add_links(folder: Path, count: int) -> None:
             note.write(extra)
 
 
-def build(folder: Path, state: Path) -> tuple[float, Any, ToolRegistry]:
+def build_files(folder: Path, state: Path) -> tuple[float, Services, str]:
+    """The files store's index build: the first call on a fresh state directory."""
     services = open_at(folder, state)
     registry = ToolRegistry(default_tools(services))
     ws = f"file://{folder}"
     seconds = timed(lambda: call(registry, "notes_tags", {"workspaceUri": ws})) / 1000
-    return seconds, services, registry
+    return seconds, services, ws
 
 
-def measure(count: int, base: Path) -> dict[str, Any]:
+def postgres_config(state: Path, database_url: str) -> Config:
+    return parse_config(
+        {
+            "state_dir": str(state),
+            "workspace": [{"uri": PG_WORKSPACE}],
+            "principal": [{"id": "bench", "workspaces": [PG_WORKSPACE]}],
+            "stdio": {"principal": "bench"},
+            "storage": {"notes": "postgres", "ledger": "postgres", "database_url": database_url},
+        }
+    )
+
+
+def build_postgres(folder: Path, state: Path, database_url: str) -> tuple[float, Services, str]:
+    """The PostgreSQL store's build: `notewarden import` of the folder into a fresh database."""
+    from bench.run_all import reset_database
+
+    reset_database(database_url)
+    config = postgres_config(state, database_url)
+    upgrade_schema(config)
+    started = time.perf_counter()
+    import_folder(config, PG_WORKSPACE, folder, state_dir=state)
+    seconds = time.perf_counter() - started
+    return seconds, open_services(config), PG_WORKSPACE
+
+
+def measure(count: int, base: Path, store: str, database_url: str) -> dict[str, Any]:
     plain, linked = base / f"plain-{count}", base / f"linked-{count}"
-    write_workspace(plain, count)
-    write_workspace(linked, count)
-    add_links(linked, count)
-    row: dict[str, Any] = {"notes": count}
-    seconds, services, _ = build(plain, base / f"state-plain-{count}")
+    if not linked.exists():
+        write_workspace(plain, count)
+        write_workspace(linked, count)
+        add_links(linked, count)
+    row: dict[str, Any] = {"store": store, "notes": count}
+
+    def build(folder: Path, tag: str) -> tuple[float, Services, str]:
+        state = base / f"state-{store}-{tag}-{count}"
+        state.mkdir(parents=True)
+        if store == "files":
+            return build_files(folder, state)
+        return build_postgres(folder, state, database_url)
+
+    seconds, services, _ = build(plain, "plain")
     row["build_plain_s"] = round(seconds, 2)
     services.close()
-    seconds, services, registry = build(linked, base / f"state-linked-{count}")
+    seconds, services, ws = build(linked, "linked")
+    registry = ToolRegistry(default_tools(services))
     row["build_links_s"] = round(seconds, 2)
     time.sleep(2.1)  # let every row settle (index Rule 4) so warm calls measure the steady state
-    ws = f"file://{linked}"
     words = vocabulary(random.Random(count))[:3]
     calls = {
         "tags": ("notes_tags", {"workspaceUri": ws}),
@@ -95,8 +145,6 @@ def measure(count: int, base: Path) -> dict[str, Any]:
     hub = call(registry, "notes_links", calls["links_hub"][1]).structured_content
     row["hub_backlinks"] = hub["backlinksTotal"]
     services.close()
-    for folder in (plain, linked):
-        shutil.rmtree(folder)
     return row
 
 
@@ -104,8 +152,9 @@ KEYS = ("tags", "links", "links_hub", "recent", "question", "fallback_common")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    store = rows[0]["store"]
     head = "| notes | build (s) | build with links (s) | " + " | ".join(f"{k} (ms)" for k in KEYS) + " |"
-    lines = [head, "|" + "---|" * (3 + len(KEYS))]
+    lines = [f"### {store} store\n", head, "|" + "---|" * (3 + len(KEYS))]
     for r in rows:
         cells = [f"{r['notes']:,}", str(r["build_plain_s"]), str(r["build_links_s"])]
         cells += [f"{r[k]['median_ms']:.2f} (p95 {r[k]['p95_ms']:.2f})" for k in KEYS]
@@ -114,29 +163,46 @@ def table(rows: list[dict[str, Any]]) -> str:
     for key in KEYS:
         ratio = last[key]["median_ms"] / first[key]["median_ms"]
         goal = "grows with the matches by design" if key == "fallback_common" else "goal <= 2x"
-        lines.append(f"\n{key}: {last['notes']:,} notes / {first['notes']:,} notes = {ratio:.2f}x ({goal})")
+        lines.append(
+            f"\n{store} {key}: {last['notes']:,} notes / {first['notes']:,} notes = {ratio:.2f}x ({goal})"
+        )
     for r in rows:
         lines.append(
-            f"\nbuild at {r['notes']:,}: with links / without = {r['build_links_s'] / r['build_plain_s']:.2f}x "
+            f"\n{store} build at {r['notes']:,}: with links / without = "
+            f"{r['build_links_s'] / r['build_plain_s']:.2f}x "
             "(goal <= 2x)"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    sizes = [int(a) for a in argv] or list(SIZES)
-    rows = []
+    parser = argparse.ArgumentParser(prog="python -m bench.knowledge")
+    parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES))
+    parser.add_argument("--store", choices=STORES, action="append", help="default: both")
+    parser.add_argument("--database-url", default=DATABASE_URL, help="a database of its own (dropped)")
+    parser.add_argument("--label", default="", help="results go to knowledge-LABEL.json/.md")
+    args = parser.parse_args(argv)
+    stores = args.store or list(STORES)
+    rows: dict[str, list[dict[str, Any]]] = {store: [] for store in stores}
     with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
-        for count in sizes:
-            rows.append(measure(count, Path(tmp)))
-            print(json.dumps(rows[-1]), flush=True)
-    text = table(rows)
+        for count in args.sizes:
+            for store in stores:
+                rows[store].append(measure(count, Path(tmp), store, args.database_url))
+                print(json.dumps(rows[store][-1]), flush=True)
+            for kind in ("plain", "linked"):
+                shutil.rmtree(Path(tmp) / f"{kind}-{count}")
+    if "postgres" in stores:
+        from bench.run_all import drop_database
+
+        drop_database(args.database_url)
+    text = "\n\n".join(table(found) for found in rows.values())
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine()}
-    (RESULTS / "knowledge.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    command = "`.venv/bin/python -m bench.knowledge " + " ".join(map(str, sizes)) + "`"
-    (RESULTS / "knowledge.md").write_text(f"# bench/knowledge.py\n\n{command}\n\n{text}\n")
+    name = "knowledge" + (f"-{args.label}" if args.label else "")
+    meta = {"python": platform.python_version(), "machine": platform.machine(), "label": args.label}
+    (RESULTS / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    command = "`.venv/bin/python -m bench.knowledge " + " ".join(argv) + "`"
+    (RESULTS / f"{name}.md").write_text(f"# bench/knowledge.py\n\n{command}\n\n{text}\n")
     return 0
 
 

@@ -7,10 +7,13 @@ Rule 1 (what is carried): the notes, exactly the files the files store lists (`f
 `.md`/`.markdown`, no dot names, no symlinks), and the trash: each entry of the folder's
 `.notewarden-trash/` with the row the files store keeps for it in the ledger that owns the
 folder (the SQLite ledger its owner marker names, `notes.ownership`; `--state-dir` names another;
-default: where `notewarden serve --workspace FOLDER` keeps it). Export writes the rows into
-`--state-dir`'s ledger and marks the new folder as that ledger's. Anything else in
-the folder (attachments, dot files) is counted and left out. History is not carried yet: when the
-SQL stores keep it, the two places marked "history:" below copy it in the same transaction.
+default: where `notewarden serve --workspace FOLDER` keeps it); and the version history: each
+saved version in `.notewarden-history/` with its `note_history` row from the same ledger, into the
+SQL store's `note_history` rows (the bytes in `body`), and back. Export writes the rows into
+`--state-dir`'s ledger and marks the new folder as that ledger's. Anything else in the folder
+(attachments, dot files) is counted and left out (the trash and the history are not counted: they
+are carried). A history row whose saved file is gone (purged by hand) cannot be carried and is
+counted apart. A saved version's file gets its `saved_at` as its modification time on export.
 
 Rule 2 (byte-identical): a note is kept as its exact bytes (it must be UTF-8 without NUL, which
 a database text column requires; anything else stops the import and names the file), with its
@@ -43,9 +46,18 @@ from tqdm import tqdm
 from notewarden.config import Config, ConfigError, default_state_dir
 from notewarden.ledger import LedgerTxn
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.history import HISTORY_COLUMNS
 from notewarden.notes.ownership import read_owner, take_over
 from notewarden.notes.sql import SqlNoteStore
-from notewarden.scope.fsroot import TRASH_DIR_NAME, FsError, PathRejected, WorkspaceRoot, split_relative
+from notewarden.scope.fsroot import (
+    HISTORY_DIR_NAME,
+    TRASH_DIR_NAME,
+    FsError,
+    NoteMissing,
+    PathRejected,
+    WorkspaceRoot,
+    split_relative,
+)
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 from notewarden.storage import STORE_SCHEMAS, open_ledger
 
@@ -72,18 +84,34 @@ class TrashEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class SavedVersion:
+    """A `note_history` row (`HISTORY_COLUMNS` order) and the saved bytes, as text."""
+
+    row: tuple[Any, ...]
+    text: str
+
+    @property
+    def version_id(self) -> str:
+        return str(self.row[0])
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     notes: int
     skipped_same: int
     trash: int
     left_out: int
+    history: int = 0
+    history_missing: int = 0
 
     def lines(self, verb: str) -> list[str]:
-        out = [f"{verb} {self.notes} notes and {self.trash} trash entries"]
+        out = [f"{verb} {self.notes} notes, {self.trash} trash entries and {self.history} saved versions"]
         if self.skipped_same:
             out.append(f"{self.skipped_same} notes were already there with the same bytes (left as they are)")
         if self.left_out:
             out.append(f"{self.left_out} files are not notes and were left out")
+        if self.history_missing:
+            out.append(f"{self.history_missing} saved versions have no file any more and were left out")
         return out
 
 
@@ -116,9 +144,18 @@ def _sql_workspace(config: Config, uri: str) -> str:
     return str(workspace)
 
 
-def _source_trash_rows(root: WorkspaceRoot, state_dir: Path | None, workspace: str) -> list[tuple[Any, ...]]:
-    """The files store's trash rows of a folder, read without changing anything: from the SQLite
-    ledger its owner marker names (`notes.ownership`), else from `state_dir`'s."""
+_SOURCE_QUERIES = {
+    "trash": "SELECT trash_id, note_id, title, principal, confirmation_id, deleted_at FROM trash WHERE workspace = ?",
+    "note_history": f"SELECT {HISTORY_COLUMNS} FROM note_history WHERE workspace = ? ORDER BY version_id",
+}
+
+
+def _source_rows(
+    root: WorkspaceRoot, state_dir: Path | None, workspace: str, table: str
+) -> list[tuple[Any, ...]]:
+    """The files store's rows of a folder (`trash` or `note_history`), read without changing
+    anything: from the SQLite ledger its owner marker names (`notes.ownership`), else from
+    `state_dir`'s."""
     path = None if state_dir is None else state_dir / "notewarden.sqlite3"
     if path is None:
         try:
@@ -130,12 +167,11 @@ def _source_trash_rows(root: WorkspaceRoot, state_dir: Path | None, workspace: s
     if not path.exists():
         return []
     with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trash'").fetchone():
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone():
             return []
-        return conn.execute(
-            "SELECT trash_id, note_id, title, principal, confirmation_id, deleted_at FROM trash WHERE workspace = ?",
-            (workspace,),
-        ).fetchall()
+        return conn.execute(_SOURCE_QUERIES[table], (workspace,)).fetchall()
 
 
 def _bar(total: int | None, what: str) -> tqdm:  # type: ignore[type-arg]
@@ -163,18 +199,21 @@ def _read_folder(root: WorkspaceRoot) -> tuple[list[tuple[str, str, int]], int]:
 
 
 def _all_files(root: WorkspaceRoot) -> Iterator[str]:
-    """Every regular file under the folder but the trash, hidden or not (to count what is left out)."""
+    """Every regular file under the folder but the trash and the history, hidden or not (to count what
+    is left out)."""
     stack: list[tuple[str, ...]] = [()]
     while stack:
         listing = root.list_dir(stack.pop(), suffixes=("",), skip_hidden=False)
-        stack += [split_relative(d) for d, _ in listing.subdirs if d != TRASH_DIR_NAME]
+        stack += [
+            split_relative(d) for d, _ in listing.subdirs if d not in (TRASH_DIR_NAME, HISTORY_DIR_NAME)
+        ]
         yield from (n.path for n in listing.notes)
 
 
 def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path | None) -> list[TrashEntry]:
     entries = []
-    for trash_id, note_id, title, principal, confirmation_id, deleted_at in _source_trash_rows(
-        root, state_dir, source
+    for trash_id, note_id, title, principal, confirmation_id, deleted_at in _source_rows(
+        root, state_dir, source, "trash"
     ):
         identity = root.trash_entry(trash_id)
         if identity is None:
@@ -195,6 +234,19 @@ def _read_trash(root: WorkspaceRoot, source: str, state_dir: Path | None) -> lis
     return entries
 
 
+def _read_history(root: WorkspaceRoot, source: str, state_dir: Path | None) -> tuple[list[SavedVersion], int]:
+    """The folder's saved versions with their rows, and how many rows have no file any more."""
+    versions, missing = [], 0
+    for row in _source_rows(root, state_dir, source, "note_history"):
+        try:
+            data = root.read_history(str(row[0]), NOTE_MAX_BYTES)
+        except NoteMissing:
+            missing += 1
+            continue
+        versions.append(SavedVersion(tuple(row), _text(f"{HISTORY_DIR_NAME}/{row[0]}", data)))
+    return versions, missing
+
+
 def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir: Path | None) -> Report:
     workspace = _sql_workspace(config, workspace_uri)
     try:
@@ -203,7 +255,9 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         raise TransferError(f"cannot open {folder}: {exc}") from None
     with root:
         notes, left_out = _read_folder(root)
-        trash = _read_trash(root, str(FileUri.from_path(str(folder.resolve()))), state_dir)
+        source = str(FileUri.from_path(str(folder.resolve())))
+        trash = _read_trash(root, source, state_dir)
+        history, missing = _read_history(root, source, state_dir)
     ledger = open_ledger(config)
     try:
         store = SqlNoteStore(ledger)
@@ -229,13 +283,17 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
                 )
             for entry in trash:
                 _insert_trash(txn, workspace, entry)
-            # history: when the SQL stores keep it (the editing issue), it is copied here, in this
-            # same transaction, and `export_folder` writes it back
+            for version in history:
+                txn.execute(
+                    f"INSERT INTO note_history (workspace, body, {HISTORY_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (version_id) DO NOTHING",
+                    (workspace, version.text, *version.row),
+                )
         if added:
-            store.settle_after_bulk_write()
+            store.settle_after_bulk_write(workspace)
     finally:
         ledger.close()
-    return Report(added, same, len(trash), left_out)
+    return Report(added, same, len(trash), left_out, len(history), missing)
 
 
 def _insert_trash(txn: LedgerTxn, workspace: str, entry: TrashEntry) -> None:
@@ -304,6 +362,12 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
             (entry, _write(partial / TRASH_DIR_NAME / entry.trash_id, entry.text, entry.modified_ns, 0o600))
             for entry in (TrashEntry(*row) for row in trash)
         ]
+        history = [SavedVersion(row, text) for row, text in store.history_rows(workspace)]
+        if history:
+            (partial / HISTORY_DIR_NAME).mkdir(mode=0o700)
+        for version in history:
+            saved_ns = int(float(version.row[3]) * 1e9)  # saved_at
+            _write(partial / HISTORY_DIR_NAME / version.version_id, version.text, saved_ns, 0o600)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         ledger.close()
@@ -337,13 +401,18 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
                             st.st_mtime_ns,
                         ),
                     )
-                # history: when the SQL stores keep it (the editing issue), it is written here too
+                for version in history:
+                    txn.execute(
+                        f"INSERT INTO note_history (workspace, body, {HISTORY_COLUMNS}) "
+                        "VALUES (?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (uri, *version.row),
+                    )
         finally:
             target.close()
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return Report(notes, 0, len(written), left_out)
+    return Report(notes, 0, len(written), left_out, len(history))
 
 
 # --- the command ----------------------------------------------------------------------------------

@@ -323,7 +323,7 @@ def seed_background(d: StorageDeployment, count: int) -> None:
     rows = [(note.id, note.markdown, time.time_ns()) for note in bench_notes(0, count)]
     with d.ledger().critical_section() as txn:
         store.add_rows(txn, d.workspace_uri, rows)
-    store.settle_after_bulk_write()
+    store.settle_after_bulk_write(d.workspace_uri)
 
 
 def seed_race_notes(d: StorageDeployment, trials: int) -> None:

@@ -193,7 +193,7 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
     )
     with pytest.raises(NoteExists):
         store.move_note(everywhere, "p/n0.md", "p/n1.md")
-    assert store.move_note(everywhere, "p/n0.md", "q/moved.md").id == "q/moved.md"
+    assert store.move_note(everywhere, "p/n0.md", "q/moved.md").note.id == "q/moved.md"
 
     (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
     with ledger.critical_section() as txn:
@@ -360,40 +360,43 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
 
 
-def test_a_seed_schema_database_upgraded_in_place_keeps_every_note_findable(
-    tmp_path: Path, pg: PgDatabase, workspace: FileUri
+@pytest.mark.parametrize("steps", [1, 2])
+def test_an_older_database_upgraded_in_place_keeps_every_note_findable_and_learns_its_links(
+    tmp_path: Path, pg: PgDatabase, workspace: FileUri, steps: int
 ) -> None:
-    """Schema step 2 on a database written by step 1: its rows are derived on the first query."""
-    seed = SchemaComponent(
+    """The later schema steps on a populated database of an earlier one: its rows are derived on the
+    first query, tags and links included (step 3)."""
+    older = SchemaComponent(
         SQL_STORE_SCHEMA.name,
         SQL_STORE_SCHEMA.tables,
-        SQL_STORE_SCHEMA.sqlite[:1],
-        SQL_STORE_SCHEMA.postgres[:1],
+        SQL_STORE_SCHEMA.sqlite[:steps],
+        SQL_STORE_SCHEMA.postgres[:steps],
     )
     for dialect in ("sqlite", "postgres"):
         if dialect == "sqlite":
-            old: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[seed])
+            old: Ledger = SqliteLedger(tmp_path / f"old-{steps}.sqlite3", components=[older])
         else:
             url = pg.url.rsplit("/", 1)[0] + "/" + pg.create()
-            upgrader = PostgresLedger(url, components=[seed], check_schema=False)
+            upgrader = PostgresLedger(url, components=[older], check_schema=False)
             upgrader.upgrade()
             upgrader.close()
-            old = PostgresLedger(url, components=[seed])
+            old = PostgresLedger(url, components=[older])
         for i in range(3):
             sql(
                 old,
                 "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
                 str(workspace),
                 f"old/n{i}.md",
-                f"# Old note {i}\n\nwritten before search moved into the database\n",
+                f"# Old note {i}\n\nwritten before search moved into the database #old/{i} "
+                f"[[n{(i + 1) % 3}]]\n",
                 time.time_ns(),
             )
         old.close()
         if dialect == "sqlite":
-            new: Ledger = SqliteLedger(tmp_path / "old.sqlite3", components=[SQL_STORE_SCHEMA])
+            new: Ledger = SqliteLedger(tmp_path / f"old-{steps}.sqlite3", components=[SQL_STORE_SCHEMA])
         else:
             upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA], check_schema=False)
-            assert upgrader.upgrade()["sql_store"] == 1
+            assert upgrader.upgrade()["sql_store"] == len(SQL_STORE_SCHEMA.postgres) - steps
             upgrader.close()
             new = PostgresLedger(url, components=[SQL_STORE_SCHEMA])
         store = SqlNoteStore(new)
@@ -401,4 +404,10 @@ def test_a_seed_schema_database_upgraded_in_place_keeps_every_note_findable(
         assert [n.id for n in store.find_titled(everywhere, ["old", "note", "1"])] == ["old/n1.md"], dialect
         assert len(store.search(everywhere, ["moved", "databa"], after=None, limit=10)) == 3, dialect
         assert [n.title for n in store.list_notes(everywhere)] == [f"Old note {i}" for i in range(3)]
+        assert [(t.tag, t.notes) for t in store.tags(everywhere, prefix="", after=None, limit=10)] == [
+            (f"old/{i}", 1) for i in range(3)
+        ]
+        found = store.links(everywhere, "old/n0.md", limit=10)
+        assert [(v.target, v.via) for v in found.outgoing] == [("old/n1.md", "relative")], dialect
+        assert [v.source for v in found.backlinks] == ["old/n2.md"]
         new.close()

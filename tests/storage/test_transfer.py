@@ -4,15 +4,18 @@ The source folder is a files-store workspace with notes of every awkward kind (C
 trailing spaces, non-ASCII names, front matter, nested folders) and a trash filled by real
 confirmed-delete moves, whose rows live in the folder's state directory. After import and
 export into a new folder, every note and every trash entry has the same bytes and the same
-modification time, and the files store of the new folder lists the same trash.
+modification time, and the files store of the new folder lists the same trash; every saved
+version of the history (of live and trashed notes) comes back with the same bytes and rows.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,8 +24,16 @@ from notewarden.config import load_config
 from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
+from notewarden.notes.history import HISTORY_COLUMNS, Change
 from notewarden.notes.ownership import read_owner
-from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME, WorkspaceRoot
+from notewarden.notes.store import replace_with
+from notewarden.scope.fsroot import (
+    HISTORY_DIR_NAME,
+    TRASH_DIR_NAME,
+    TRASH_JOURNAL_NAME,
+    TRASH_OWNER_NAME,
+    WorkspaceRoot,
+)
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 from notewarden.storage import STORE_SCHEMAS, upgrade_schema
@@ -36,6 +47,7 @@ NOTES = {
     "to-trash/one.md": b"# Trashed one\n\nfirst\n",
     "to-trash/two.md": b"# Trashed two\n\nsecond\n",
 }
+EDIT = Change("alice", "notes_edit", "append")
 LEFT_OUT = {"attachments/image.png": b"\x89PNG\r\n\x1a\n\x00", ".hidden.md": b"# hidden\n"}
 
 
@@ -60,6 +72,13 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
     root = WorkspaceRoot.open(str(folder))
     scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
     try:
+        for note_id in ("plain.md", "plain.md", "to-trash/one.md", "dir/sub/crlf.markdown"):  # history
+            current = store.read_note(scope, note_id)
+            edited = current.data + b"\nedited\n"
+            store.rewrite_note(scope, note_id, replace_with(edited, current.version), change=EDIT)
+            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
+            store.rewrite_note(scope, note_id, replace_with(current.data, None), change=EDIT)  # back
+            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
         for note in store.notes_by_id(scope, ["to-trash/one.md", "to-trash/two.md"]):
             with ledger.critical_section() as txn:
                 store.move_to_trash(
@@ -91,14 +110,26 @@ def team_config(tmp_path: Path, backend: str, pg: PgDatabase) -> tuple[Path, str
     return config, workspace
 
 
-def files_of(folder: Path) -> dict[str, tuple[bytes, int]]:
+def files_of(folder: Path) -> dict[str, tuple[bytes, int | None]]:
     """Every file under `folder` (the trash's journal and owner marker, which name a ledger, left
-    out), with bytes and mtime."""
+    out), with bytes and mtime (a saved version's bytes only: its mtime is its note's, not carried)."""
     return {
-        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        str(p.relative_to(folder)): (
+            p.read_bytes(),
+            None if p.parent.name == HISTORY_DIR_NAME else p.stat().st_mtime_ns,
+        )
         for p in folder.rglob("*")
         if p.is_file() and p.name not in (TRASH_JOURNAL_NAME, TRASH_OWNER_NAME)
     }
+
+
+def history_rows(folder: Path, state: Path) -> list[tuple[object, ...]]:
+    """The folder's `note_history` rows in its ledger, without the workspace."""
+    with closing(sqlite3.connect(state / "notewarden.sqlite3")) as conn:
+        return conn.execute(
+            f"SELECT {HISTORY_COLUMNS}, body FROM note_history WHERE workspace = ? ORDER BY version_id",
+            (str(FileUri.from_path(str(folder))),),
+        ).fetchall()
 
 
 def trash_listing(folder: Path, state: Path) -> list[tuple[str, str, str]]:
@@ -125,7 +156,11 @@ def test_folder_to_database_and_back_is_byte_identical(tmp_path: Path, pg: PgDat
     imported = notewarden("import", str(folder), "--config", str(config), "--workspace", workspace,
                           "--state-dir", str(state))  # fmt: skip
     assert imported.returncode == 0, imported.stderr
-    assert "imported 4 notes and 2 trash entries" in imported.stdout
+    source_history = history_rows(folder, state)
+    assert len(source_history) == 8 and sum(r[2] is not None for r in source_history) == 2, (
+        "one trashed note's"
+    )
+    assert "imported 4 notes, 2 trash entries and 8 saved versions" in imported.stdout
     assert "2 files are not notes" in imported.stdout
     again = notewarden("import", str(folder), "--config", str(config), "--workspace", workspace,
                        "--state-dir", str(state))  # fmt: skip
@@ -135,10 +170,12 @@ def test_folder_to_database_and_back_is_byte_identical(tmp_path: Path, pg: PgDat
     exported = notewarden("export", str(back), "--config", str(config), "--workspace", workspace,
                           "--state-dir", str(back_state))  # fmt: skip
     assert exported.returncode == 0, exported.stderr
-    assert "exported 4 notes and 2 trash entries" in exported.stdout
+    assert "exported 4 notes, 2 trash entries and 8 saved versions" in exported.stdout
 
     expected = {name: entry for name, entry in files_of(folder).items() if name not in LEFT_OUT}
-    assert files_of(back) == expected, "every note and trash entry: same bytes, same mtime"
+    assert files_of(back) == expected, "every note, trash entry and saved version: same bytes, same mtime"
+    assert sum(p.startswith(HISTORY_DIR_NAME) for p in expected) == 8
+    assert history_rows(back, back_state) == source_history, "the same history rows, for the new folder"
     assert sorted(p for p in expected if p.startswith(TRASH_DIR_NAME)) == sorted(
         f"{TRASH_DIR_NAME}/{t[0]}" for t in source_trash
     )
@@ -149,7 +186,7 @@ def test_folder_to_database_and_back_is_byte_identical(tmp_path: Path, pg: PgDat
 
     found_by_marker = notewarden("import", str(folder), "--config", str(config), "--workspace", workspace)
     assert found_by_marker.returncode == 0, "without --state-dir: the ledger the folder's owner marker names"
-    assert "imported 0 notes and 2 trash entries" in found_by_marker.stdout
+    assert "imported 0 notes, 2 trash entries and 8 saved versions" in found_by_marker.stdout
     assert "4 notes were already there" in found_by_marker.stdout
 
     refused = notewarden("export", str(back), "--config", str(config), "--workspace", workspace,

@@ -152,7 +152,7 @@ def test_move_stays_inside_and_never_replaces(store: FilesNoteStore, scope: Work
         with pytest.raises(PathRejected):
             store.move_note(scope, "todo.md", outside)
     moved = store.move_note(scope, "todo.md", "done/todo.md")
-    assert moved.id == "done/todo.md" and not (Path(scope.workspace.path) / "todo.md").exists()
+    assert moved.note.id == "done/todo.md" and not (Path(scope.workspace.path) / "todo.md").exists()
     assert [n.id for n in store.list_notes(scope)] == ["done/todo.md", "reports/tps.md"]
 
 

@@ -932,22 +932,22 @@ def test_trash_records_are_written_whole_created_once_never_through_a_symlink(
 ) -> None:
     ws = make_ws(tmp_path, {"n.md": b"# n\n"})
     root = opener(ws)
-    assert root.read_trash_record(fsroot.TRASH_OWNER_NAME, 1024) is None  # no trash yet
-    assert root.write_trash_record(fsroot.TRASH_OWNER_NAME, b"first\n", replace=False) is True
-    assert root.write_trash_record(fsroot.TRASH_OWNER_NAME, b"second\n", replace=False) is False
-    assert root.read_trash_record(fsroot.TRASH_OWNER_NAME, 1024) == b"first\n"
-    assert root.write_trash_record(fsroot.TRASH_OWNER_NAME, b"third\n", replace=True) is True
-    assert root.read_trash_record(fsroot.TRASH_OWNER_NAME, 1024) == b"third\n"
+    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) is None  # no trash yet
+    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"first\n", replace=False) is True
+    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"second\n", replace=False) is False
+    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) == b"first\n"
+    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"third\n", replace=True) is True
+    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) == b"third\n"
     trash = ws / TRASH_DIR_NAME
     assert sorted(p.name for p in trash.iterdir()) == [fsroot.TRASH_OWNER_NAME], "no temp file left"
     assert root.list_trash() == []  # a record is not an entry
-    expect_error(PathRejected, lambda: root.read_trash_record("n.md", 1024), tmp_path)
+    expect_error(PathRejected, lambda: root.read_record("n.md", 1024), tmp_path)
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"keep\n")
     (trash / fsroot.TRASH_OWNER_NAME).unlink()
     (trash / fsroot.TRASH_OWNER_NAME).symlink_to(outside)
-    expect_error(EscapeBlocked, lambda: root.read_trash_record(fsroot.TRASH_OWNER_NAME, 1024), tmp_path)
-    assert root.write_trash_record(fsroot.TRASH_OWNER_NAME, b"x\n", replace=False) is False
-    assert root.write_trash_record(fsroot.TRASH_OWNER_NAME, b"mine\n", replace=True) is True
+    expect_error(EscapeBlocked, lambda: root.read_record(fsroot.TRASH_OWNER_NAME, 1024), tmp_path)
+    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"x\n", replace=False) is False
+    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"mine\n", replace=True) is True
     assert outside.read_bytes() == b"keep\n", "the symlink was replaced, never written through"
     assert not (trash / fsroot.TRASH_OWNER_NAME).is_symlink()

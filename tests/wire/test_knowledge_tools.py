@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 from notewarden.tools.resources import ANY_WORKSPACE_TEMPLATE
 from tests.conftest import Deployment
+from tests.unit.test_links import rewrite_all
 from tests.vault_cases import EXPECTED, TAGS, write_vault
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
@@ -163,3 +164,36 @@ async def test_completion_offers_own_workspaces_and_note_ids(transport: str, vau
                 anywhere, {"name": "noteId", "value": ""}, {"workspaceUri": vault.private_uri}
             )
         assert other.value.error.code == -32602
+
+
+async def test_a_move_rewrites_the_links_and_undo_restores_every_byte(
+    transport: str, vault: Deployment
+) -> None:
+    ws = vault.notes_uri
+    files = {p.relative_to(vault.notes).as_posix(): p.read_bytes() for p in vault.notes.rglob("*.md")}
+    moved_from, moved_to = "Projects/Atlas/Plan.md", "Archive/2026/Atlas plan.md"
+    expected = {**files, **{n: t.encode() for n, t in rewrite_all(moved_from, moved_to).items()}}
+    del expected[moved_from]
+    args = {"workspaceUri": ws, "noteId": moved_from, "newPath": moved_to}
+
+    def on_disk() -> dict[str, bytes]:
+        return {p.relative_to(vault.notes).as_posix(): p.read_bytes() for p in vault.notes.rglob("*.md")}
+
+    async with sdk_client(transport, vault) as client:
+        preview = (await call(client, "notes_move", {**args, "dryRun": True})).structured_content
+        assert preview["dryRun"] is True and on_disk() == files, "a dry run writes nothing"
+        rewritten = {r["id"]: r for r in preview["rewritten"]}
+        assert set(rewritten) == {n for n in expected if expected[n] != files.get(n, files[moved_from])}
+        home = rewritten["Home.md"]
+        assert {"line": 11, "before": "[[Plan]]", "after": "[[Atlas plan]]"} in home["links"]
+        assert home["linksRewritten"] == len(home["links"]) == 10
+
+        done = (await call(client, "notes_move", args)).structured_content
+        assert done["note"]["id"] == moved_to and on_disk() == expected
+        assert [r["id"] for r in done["rewritten"]] == [r["id"] for r in preview["rewritten"]]
+        for note in done["rewritten"]:  # undo: revert every rewritten note, then move back alone
+            revert = {"workspaceUri": ws, "noteId": note["id"], "versionId": note["previousVersionId"]}
+            assert not (await call(client, "notes_revert", revert)).is_error
+        back = {"workspaceUri": ws, "noteId": moved_to, "newPath": moved_from, "updateLinks": False}
+        assert (await call(client, "notes_move", back)).structured_content["rewritten"] == []
+        assert on_disk() == files, "every byte as before"

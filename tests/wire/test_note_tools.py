@@ -86,6 +86,7 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
     assert destructive == {
         "notes_delete",
+        "notes_move",
         "notes_update",
         "notes_edit",
         "notes_revert",

@@ -27,20 +27,28 @@ diacritics removed. They are computed here, not by PostgreSQL's parser, so both 
 on what a word is (PostgreSQL's parser reads `reports/tps.md` as one "file" token and depends
 on the database's locale). The `tsvector` carries each word's positions with weight A (title),
 B (path) or C (body); a query term is a prefix (`'rep':*`), and a term the tokenizer splits
-(`foo_bar`) is a phrase (`'foo' <-> 'bar':*`), as FTS5 reads it.
+(`foo_bar`) is a phrase (`'foo' <-> 'bar':*`), as FTS5 reads it. The ranked fallback asks
+for notes with some but not all of the terms: `(a | b) & !(a & b)`.
+
+Rule 5 (what notes know, issue 14): the note's tags, aliases, links and properties are
+`markdown.parse_note`'s, over its first `PARSED_CHARS` (the files index reads as much), and its
+link keys are `links.name_key`/`links.note_key` of its path. Tags are kept folded, with the parents
+of a nested tag (`area` for `area/sub`) so that a filter on `area` finds it by one key; a property
+is kept per value (per item of a list) as text (strings, dates as ISO text) or a number (numbers,
+and booleans as 1 and 0, as SQLite's JSON functions read them), so that equals, in, before and
+after are index range lookups.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from notewarden.notes.markdown import json_value, split_front_matter, title_of
+from notewarden.notes.links import name_key, note_key
+from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key, title_of
 from notewarden.notes.model import TITLE_SCAN_BYTES, note_stem
 
 __all__ = [
@@ -55,7 +63,6 @@ __all__ = [
 ]
 
 _TOKEN = re.compile(r"[^\W_]+")
-_TAG_SPLIT = re.compile(r"[\s,]+")
 _MAX_POSITION = 16383  # PostgreSQL keeps word positions up to this
 _MAX_POSITIONS_PER_WORD = 256
 _MAX_WORD_BYTES = 2047
@@ -75,29 +82,22 @@ def json_escaped(word: str) -> str:
     return json.dumps(word, ensure_ascii=False)[1:-1]
 
 
-def search_query(terms: Sequence[str]) -> str | None:
-    """A `tsquery` (text form) matching notes where every term starts a word (Rule 4); None when
-    no term has a word in it."""
+def search_query(terms: Sequence[str], match: str = "all") -> str | None:
+    """A `tsquery` (text form) matching notes where every term starts a word (Rule 4), or with
+    `match="any"` some but not all of them; None when no term has a word in it."""
     parts = []
     for term in terms:
         words = fold_words(term)
         if words:
-            parts.append(" <-> ".join(f"'{w}'" for w in words) + ":*")
-    return " & ".join(parts) if parts else None
+            parts.append("(" + " <-> ".join(f"'{w}'" for w in words) + ":*)")
+    if not parts:
+        return None
+    every = " & ".join(parts)
+    return every if match == "all" else f"({' | '.join(parts)}) & !({every})"
 
 
-def _plain(value: object) -> str | None:
-    """A front-matter scalar as text (as `markdown` reads a title), None for anything else."""
-    if isinstance(value, datetime.date):
-        value = value.isoformat()
-    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
-        return str(value).strip()
-    return None
-
-
-def _listed(value: object) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    return [text for item in items if (text := _plain(item)) is not None]
+PARSED_CHARS = 1024 * 1024
+"""Only the first MiB of a note is parsed for links, tags and properties (as in the files index)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +105,10 @@ class Derived:
     title: str
     keys: tuple[str, ...]
     """Rule 2: title, stem, aliases; case-folded, distinct, in that order."""
-    front_matter: dict[str, Any] | None
-    tags: tuple[str, ...]
-    """Front-matter `tags` (a list, or one string of words separated by commas or spaces), `#` dropped."""
+    facts: NoteFacts
+    """`markdown.parse_note` of the note (Rule 5)."""
+    name_key: str
+    path_key: str
 
     @property
     def keys_json(self) -> str:
@@ -115,11 +116,38 @@ class Derived:
 
     @property
     def front_matter_json(self) -> str | None:
-        return None if self.front_matter is None else json.dumps(self.front_matter, ensure_ascii=False)
+        matter = self.facts.properties
+        return None if matter is None else json.dumps(matter, ensure_ascii=False)
 
     @property
-    def tags_json(self) -> str:
-        return json.dumps(list(self.tags), ensure_ascii=False)
+    def tags(self) -> dict[str, str | None]:
+        """Rule 5: folded tag -> the tag as first written, and each parent of a nested tag -> None."""
+        found: dict[str, str | None] = {}
+        for tag in self.facts.tags:
+            found.setdefault(tag_key(tag.name), tag.name)
+        for key in list(found):
+            parts = key.split("/")
+            for end in range(1, len(parts)):
+                found.setdefault("/".join(parts[:end]), None)
+        return found
+
+    @property
+    def aliases(self) -> set[str]:
+        return {fold(a) for a in self.facts.aliases}
+
+    @property
+    def properties(self) -> list[tuple[str, str | None, float | None]]:
+        """Rule 5: (name, text, number) of each front-matter value, one per item of a list."""
+        rows: list[tuple[str, str | None, float | None]] = []
+        for name, value in (self.facts.properties or {}).items():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    rows.append((name, item, None))
+                elif isinstance(item, bool | int | float):
+                    rows.append((name, None, float(item)))
+                elif item is None:
+                    rows.append((name, None, None))
+        return rows
 
     @property
     def grams(self) -> list[str]:
@@ -142,23 +170,18 @@ def gram_token(gram: str) -> str:
 
 
 def derive(path: str, body: str) -> Derived:
-    head = body[:TITLE_SCAN_BYTES]
     stem = note_stem(path)
-    title = title_of(head, stem)
-    front = split_front_matter(head)
-    data = front.data if front is not None else None
-    try:
-        matter = json_value(data) if data is not None else None
-    except ValueError:
-        matter = None  # expands past JSON_NODES_MAX: kept out of the index, the note is still a note
-    aliases = _listed(data.get("aliases")) if data is not None else []
-    tags: list[str] = []
-    if data is not None:
-        raw = data.get("tags")
-        words = _TAG_SPLIT.split(raw) if isinstance(raw, str) else _listed(raw)
-        tags = list(dict.fromkeys(t.lstrip("#") for t in words if t.lstrip("#")))
-    keys = dict.fromkeys(" ".join(k.casefold().split()) for k in (title, stem, *aliases))
-    return Derived(title=title, keys=tuple(k for k in keys if k), front_matter=matter, tags=tuple(tags))
+    facts = parse_note(body[:PARSED_CHARS], stem, with_headings=False)
+    # parse_note's title is the whole note's; the stores' rule reads only the head (markdown Rule 4)
+    title = facts.title if len(body) * 4 <= TITLE_SCAN_BYTES else title_of(body[:TITLE_SCAN_BYTES], stem)
+    keys = dict.fromkeys(" ".join(k.casefold().split()) for k in (title, stem, *facts.aliases))
+    return Derived(
+        title=title,
+        keys=tuple(k for k in keys if k),
+        facts=facts,
+        name_key=name_key(path),
+        path_key=note_key(path),
+    )
 
 
 def search_vector(title: str, path: str, body: str) -> str:

@@ -41,25 +41,55 @@ removes the saved copy and swaps the previous content back. The index is not tol
 rename like any editor's (inotify or directory stamps) at its next query, so a write costs the same
 for a large note as for a small one and a burst of edits is indexed once.
 
+A move that rewrites links (`move_note` with `relink`) changes several files, which no
+transaction covers, so it keeps a journal, `.notewarden-history/~move` (one at a time: it is written
+and settled only under the workspace's lock):
+
+    BEGIN, lock the workspace, settle a journal left by a crash (below)
+      plan: every linking note's new bytes (`links.rewrite_for_move`, the index's view of the vault)
+      write the journal: move id, ledger, from, to, and per note its id, history name, temp name,
+                         the version (digest) before and after          (fsynced)
+      per note: save the old content (`keep_version`), swap the new one in (`replace_note` with the
+                journal's temp name), INSERT its `note_history` row
+      rename the note, re-key its history, INSERT the move's row in `note_moves` (the commit mark)
+    COMMIT
+    remove the journal
+
+Settling a journal (at start-up, and under the lock before any move or content write of the
+workspace, so a live instance heals a dead one's half-done move): when its `note_moves` row is
+committed the move stands and only the journal and temp files go; otherwise the move is undone:
+the note renamed back, and every note whose digest is the journal's "after" gets its saved content
+back (a note someone changed since is left as it is, and logged), the saved copies and the journal
+removed. A rollback inside a live process (an error part-way) runs the same undo. So after any
+crash a move is all done or not at all. A note another writer changes between the plan and its swap
+is read again and rewritten on its new content (the journal updated first), at most
+`MERGE_ATTEMPTS` times, then the whole move is refused and undone.
+
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from notewarden.confirm.state import Candidate
+from notewarden.faults import pause_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
-from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
+from notewarden.notes import links
+from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import IndexedNote, NoteIndex
-from notewarden.notes.model import TITLE_SCAN_BYTES, Note, extract_title
+from notewarden.notes.model import TITLE_SCAN_BYTES, Note, content_version, extract_title
 from notewarden.notes.ownership import (
     WorkspaceOwnedElsewhere,
     claim_owner,
@@ -69,11 +99,13 @@ from notewarden.notes.ownership import (
 )
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
+    Moved,
     NoteChange,
     NoteContent,
     NoteFilter,
     NoteLinks,
     ProgressSink,
+    Relinked,
     Rewrite,
     Rewritten,
     SearchHit,
@@ -84,6 +116,7 @@ from notewarden.notes.store import (
     VersionConflict,
 )
 from notewarden.scope.fsroot import (
+    MOVE_JOURNAL_NAME,
     FsError,
     IdentityMismatch,
     NoteExists,
@@ -98,9 +131,15 @@ __all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
 
 logger = logging.getLogger(__name__)
 
+_NOTE_MOVES = """
+    CREATE TABLE note_moves (move_id TEXT PRIMARY KEY, workspace TEXT NOT NULL, moved_at REAL NOT NULL);
+    CREATE INDEX note_moves_by_workspace ON note_moves (workspace);
+"""
+"""Step 2: a committed move that rewrote links (the journal's commit mark, module docstring)."""
+
 FILES_STORE_SCHEMA = SchemaComponent(
     "files_store",
-    tables=("trash",),
+    tables=("trash", "note_moves"),
     sqlite=(
         """
         CREATE TABLE trash (
@@ -115,6 +154,7 @@ FILES_STORE_SCHEMA = SchemaComponent(
         );
         CREATE INDEX trash_by_workspace ON trash (workspace, deleted_at);
         """,
+        _NOTE_MOVES,
     ),
     postgres=(
         """
@@ -130,6 +170,7 @@ FILES_STORE_SCHEMA = SchemaComponent(
         );
         CREATE INDEX trash_by_workspace ON trash (workspace, deleted_at);
         """,
+        _NOTE_MOVES,
     ),
 )
 
@@ -155,6 +196,47 @@ def _committed(txn: LedgerTxn, trash_ids: Sequence[str]) -> set[str]:
             row[0] for row in txn.execute(f"SELECT trash_id FROM trash WHERE trash_id IN ({marks})", chunk)
         }
     return found
+
+
+_MOVE_JOURNAL_READ_MAX = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """One note a move rewrites: its content as read, its new bytes, the links they change."""
+
+    note_id: str
+    after_id: str
+    before: NoteContent
+    data: bytes
+    rewrites: list[links.Rewrite]
+
+
+def _relinked(
+    current: NoteContent, moved_from: str, moved_to: str, vault: links.VaultLookup
+) -> _Planned | None:
+    """The note rewritten for the move, or None when none of its links change (or it is not UTF-8:
+    such a note is not rewritten)."""
+    try:
+        text = current.data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    note_id = current.note.id
+    after_id = moved_to if note_id == moved_from else note_id
+    new_text, rewrites = links.relink(text, note_id, after_id, moved_from, moved_to, vault)
+    return _Planned(note_id, after_id, current, new_text.encode(), rewrites) if rewrites else None
+
+
+def _encoded(journal: dict[str, Any]) -> bytes:
+    return json.dumps(journal, ensure_ascii=False).encode() + b"\n"
+
+
+def _refuse_taken(root: WorkspaceRoot, new_id: str) -> None:
+    try:
+        root.stat_note(new_id)
+    except NoteMissing:
+        return
+    raise NoteExists(f"{new_id}: already exists; choose another name")
 
 
 def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
@@ -308,6 +390,7 @@ class FilesNoteStore:
         root, workspace = scope.root, str(scope.workspace)
         with self.ledger_for(workspace).critical_section() as txn:
             txn.lock_workspace(workspace)
+            self._settle_move(txn, root, workspace)
             before = self.read_note(scope, note_id)
             data = rewrite(before)
             if data == before.data:
@@ -367,18 +450,234 @@ class FilesNoteStore:
             with suppress(NoteMissing):
                 root.purge_history_entry(version_id)
 
-    def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
+    def move_note(
+        self,
+        scope: WorkspaceScope,
+        note_id: str,
+        new_id: str,
+        *,
+        relink: Change | None = None,
+        dry_run: bool = False,
+        progress: ProgressSink | None = None,
+    ) -> Moved:
         root, workspace = scope.root, str(scope.workspace)
+        _inside(scope, note_id), _inside(scope, new_id)
+        if dry_run:
+            entry = root.stat_note(note_id)
+            _refuse_taken(root, new_id)
+            planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
+            head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
+            note = Note(note_id, extract_title(head, note_id), entry.identity)
+            return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
+        relinked: list[Relinked] = []
+        pruned: list[str] = []
         root.require_in_place()
         with self.ledger_for(workspace).critical_section() as txn:
             txn.lock_workspace(workspace)
-            entry = root.stat_note(_inside(scope, note_id))
-            identity = root.move_note(note_id, _inside(scope, new_id), expected=entry.identity)
-            txn.on_rollback(lambda: root.move_note(new_id, note_id, expected=identity))
+            self._settle_move(txn, root, workspace)
+            root.stat_note(note_id)
+            _refuse_taken(root, new_id)
+            planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
+            journal = None
+            if planned:
+                assert relink is not None
+                txn.execute("DELETE FROM note_moves WHERE workspace = ?", (workspace,))  # settled marks
+                journal = self._start_move_journal(txn, root, workspace, note_id, new_id, planned)
+                started = journal
+                txn.on_rollback(lambda: self._undo_move(root, started))
+                for done, (step, planned_note) in enumerate(zip(journal["notes"], planned, strict=True), 1):
+                    rewritten = self._relink_note(txn, scope, journal, step, planned_note, relink)
+                    if rewritten is not None:
+                        relinked.append(rewritten)
+                    pruned += self.history.prune(txn, workspace, planned_note.note_id)
+                    if done == len(planned) // 2:
+                        pause_point("move_rewriting")
+                    if progress is not None and len(planned) > 1:
+                        progress(done, len(planned), f"rewrote the links of {done} of {len(planned)} notes")
+            entry = root.stat_note(note_id)
+            identity = root.move_note(note_id, new_id, expected=entry.identity)
+            if journal is None:
+                txn.on_rollback(lambda: root.move_note(new_id, note_id, expected=identity))
+            else:
+                txn.execute(
+                    "INSERT INTO note_moves (move_id, workspace, moved_at) VALUES (?, ?, ?)",
+                    (journal["move"], workspace, time.time()),
+                )
             self.history.follow_move(txn, workspace, note_id, new_id)
+        if journal is not None:
+            pause_point("move_committed")
+            root.remove_record(MOVE_JOURNAL_NAME)
+            for step in journal["notes"]:
+                root.discard_temp(step["id"], step["tmp"])
+        self._purge_saved(root, pruned)
         self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
-        return Note(new_id, extract_title(head, new_id), identity)
+        return Moved(Note(new_id, extract_title(head, new_id), identity), tuple(relinked))
+
+    def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[_Planned]:
+        """Every note of the workspace (not only of the scope's folder: links resolve across the
+        whole workspace) whose links the move changes, with its new bytes."""
+        whole = dataclasses.replace(scope, subtree=())
+        workspace = str(scope.workspace)
+        planned = []
+        with self.index.vault(workspace, scope.root) as vault:
+            for note_id in self.index.linking_notes(workspace, moved_from, moved_to):
+                try:
+                    current = self.read_note(whole, note_id)
+                except FsError:
+                    continue  # gone since it was indexed
+                found = _relinked(current, moved_from, moved_to, vault)
+                if found is not None:
+                    planned.append(found)
+        return planned
+
+    def _start_move_journal(
+        self,
+        txn: LedgerTxn,
+        root: WorkspaceRoot,
+        workspace: str,
+        moved_from: str,
+        moved_to: str,
+        planned: Sequence[_Planned],
+    ) -> dict[str, Any]:
+        journal: dict[str, Any] = {
+            "v": 1,
+            "move": new_version_id(),
+            "ledger": txn.identity.ledger_id,
+            "workspace": workspace,
+            "from": moved_from,
+            "to": moved_to,
+            "notes": [
+                {
+                    "id": p.note_id,
+                    "saved": new_version_id(),
+                    "tmp": root.new_temp_name(),
+                    "old": p.before.version,
+                    "new": content_version(p.data),
+                }
+                for p in planned
+            ],
+        }
+        if not root.write_record(MOVE_JOURNAL_NAME, _encoded(journal), replace=False):
+            raise FsError("another move of this workspace is unfinished; try again")
+        return journal
+
+    def _relink_note(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        journal: dict[str, Any],
+        step: dict[str, Any],
+        planned: _Planned,
+        change: Change,
+    ) -> Relinked | None:
+        """Swap one note's rewritten content in, its old content saved; on another writer's change,
+        plan it again on what that writer left (the journal first says so)."""
+        root, workspace = scope.root, str(scope.workspace)
+        whole = dataclasses.replace(scope, subtree=())
+        for attempt in range(MERGE_ATTEMPTS):
+            if attempt:
+                current = self.read_note(whole, planned.note_id)
+                with self.index.vault(workspace, root) as vault:
+                    again = _relinked(current, journal["from"], journal["to"], vault)
+                planned = again or _Planned(planned.note_id, planned.after_id, current, current.data, [])
+                step["old"], step["new"] = current.version, content_version(planned.data)
+                root.write_record(MOVE_JOURNAL_NAME, _encoded(journal), replace=True)
+                if again is None:
+                    return None  # its links no longer need rewriting
+            before = planned.before
+            try:
+                root.keep_version(
+                    planned.note_id, step["saved"], before.note.identity, before.data, sync=self._sync_trash
+                )
+                try:
+                    root.replace_note(
+                        planned.note_id, planned.data, expected=before.note.identity, temp_name=step["tmp"]
+                    )
+                except IdentityMismatch:
+                    root.purge_history_entry(step["saved"])
+                    raise
+            except IdentityMismatch:
+                continue
+            saved = self.history.record(
+                txn,
+                workspace,
+                planned.note_id,
+                version=before.version,
+                size=len(before.data),
+                change=change,
+                body=None,
+                version_id=step["saved"],
+            )
+            return Relinked(planned.after_id, tuple(planned.rewrites), saved)
+        raise VersionConflict(planned.note_id, self.read_note(whole, planned.note_id).version)
+
+    def _settle_move(self, txn: LedgerTxn, root: WorkspaceRoot, workspace: str) -> int:
+        """Finish or undo the move a crash left half done (module docstring); 1 when there was one.
+        The caller holds the workspace's lock."""
+        data = root.read_record(MOVE_JOURNAL_NAME, _MOVE_JOURNAL_READ_MAX)
+        if data is None:
+            return 0
+        try:
+            journal = json.loads(data)
+            move_id, ledger_id = str(journal["move"]), journal["ledger"]
+        except (ValueError, KeyError, TypeError):
+            logger.error("unreadable move journal left alone", extra={"workspace": workspace})
+            return 0
+        if ledger_id != txn.identity.ledger_id:
+            logger.error(
+                "a move journal of another ledger left alone: only its ledger knows whether it committed",
+                extra={"workspace": workspace, "ledger": ledger_id},
+            )
+            return 0
+        if txn.execute("SELECT 1 FROM note_moves WHERE move_id = ?", (move_id,)):
+            for step in journal["notes"]:
+                root.discard_temp(step["id"], step["tmp"])
+            root.remove_record(MOVE_JOURNAL_NAME)
+            logger.warning("finished an interrupted move", extra={"move": move_id, "note": journal["to"]})
+        else:
+            try:
+                self._undo_move(root, journal)
+            except FsError as exc:  # the journal stays: the next write of the workspace tries again
+                logger.error(
+                    "an interrupted move could not be undone yet",
+                    extra={"move": move_id, "note": journal["from"], "reason": str(exc)},
+                )
+                return 0
+            logger.warning("undid an interrupted move", extra={"move": move_id, "note": journal["from"]})
+        return 1
+
+    @staticmethod
+    def _undo_move(root: WorkspaceRoot, journal: dict[str, Any]) -> None:
+        """Put back what an uncommitted move changed (module docstring); the journal goes last, so a
+        failure part-way leaves it for the next settling."""
+        moved_from, moved_to = journal["from"], journal["to"]
+        try:
+            root.stat_note(moved_from)
+        except NoteMissing:
+            with suppress(NoteMissing):
+                root.move_note(moved_to, moved_from, expected=root.stat_note(moved_to).identity)
+        for step in reversed(journal["notes"]):
+            try:
+                data, identity = root.read_note(step["id"])
+            except NoteMissing:
+                data, identity = None, None
+            version = None if data is None else content_version(data)
+            if version == step["old"]:
+                pass  # not rewritten (or rewritten back)
+            elif version == step["new"] and identity is not None:
+                root.replace_note(
+                    step["id"], root.read_history(step["saved"], _HISTORY_READ_MAX), expected=identity
+                )
+            else:
+                logger.error(
+                    "a note an interrupted move rewrote was changed since; left as it is",
+                    extra={"note": step["id"], "move": journal["move"]},
+                )
+            root.discard_temp(step["id"], step["tmp"])
+            with suppress(NoteMissing):
+                root.purge_history_entry(step["saved"])
+        root.remove_record(MOVE_JOURNAL_NAME)
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:
         entries = []
@@ -538,6 +837,7 @@ class FilesNoteStore:
                 recovered += 1
                 logger.warning("finished an interrupted restore or purge", extra={"trash_id": trash_id})
         recovered += self._replay_journal(txn, root, str(workspace))
+        recovered += self._settle_move(txn, root, str(workspace))
         sidecars = [name.removesuffix(_SIDECAR) for name in root.list_trash() if name.endswith(_SIDECAR)]
         unknown = sorted(set(sidecars) - _committed(txn, sidecars))
         if unknown:  # an earlier version's records name no ledger: only a person can settle them

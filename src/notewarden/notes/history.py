@@ -32,11 +32,13 @@ from notewarden.ledger import SqlSession
 from notewarden.ledger.schema import SchemaComponent
 
 __all__ = [
+    "HISTORY_COLUMNS",
     "HISTORY_SCHEMA",
     "Change",
     "HistoryEntry",
     "HistoryLog",
     "Retention",
+    "new_version_id",
     "selection_digest",
 ]
 
@@ -86,6 +88,8 @@ HISTORY_SCHEMA = SchemaComponent(
 )
 
 _COLUMNS = "version_id, note_id, saved_at, principal, tool, summary, size, version"
+HISTORY_COLUMNS = "version_id, note_id, trash_id, saved_at, principal, tool, summary, size, version"
+"""A row as `notewarden import`/`export` carry it (the workspace and the body apart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ class Retention:
     max_age_days: float = 90.0
 
 
-def _new_version_id() -> str:
+def new_version_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
@@ -161,10 +165,12 @@ class HistoryLog:
         size: int,
         change: Change,
         body: str | None,
+        version_id: str | None = None,
     ) -> HistoryEntry:
-        """Save a replaced content's row (`body` None: its bytes are kept by the store)."""
+        """Save a replaced content's row (`body` None: its bytes are kept by the store, already saved
+        under `version_id` when given)."""
         entry = HistoryEntry(
-            _new_version_id(),
+            version_id or new_version_id(),
             note_id,
             time.time(),
             change.principal,

@@ -42,16 +42,20 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 from urllib.parse import quote
 
-from notewarden.notes.markdown import Heading, Link, fold
+from notewarden.notes.markdown import Heading, Link, fold, parse_note
 
 __all__ = [
+    "MappedVault",
     "MemoryVault",
+    "MovedVault",
     "Resolution",
     "Rewrite",
     "VaultLookup",
     "anchor_found",
+    "context_line",
     "name_key",
     "note_key",
+    "relink",
     "resolve",
     "rewrite_for_move",
 ]
@@ -61,7 +65,7 @@ NOTE_SUFFIXES = (".md", ".markdown")
 
 
 def _strip_suffix(path: str) -> str:
-    lower = path.lower()
+    lower = path[-len(".markdown") :].lower()  # only the end can be a suffix
     for suffix in NOTE_SUFFIXES:
         if lower.endswith(suffix) and len(path) > len(suffix):
             return path[: -len(suffix)]
@@ -84,10 +88,24 @@ def _folder(note_id: str) -> str:
 
 def _joined(folder: str, path: str) -> str | None:
     """`path` from `folder`, normalized; None when it climbs above the root."""
+    if path and not path.startswith(("/", ".")) and "/." not in path and "//" not in path and path[-1] != "/":
+        return f"{folder}/{path}" if folder else path  # nothing to normalize (the common case: quicker)
     joined = posixpath.normpath(posixpath.join(folder, path)) if path else folder
     if joined == ".":
         return ""
     return None if joined == ".." or joined.startswith("../") else joined
+
+
+CONTEXT_CHARS = 240
+"""A link's line of context is cut to this many characters."""
+
+
+def context_line(text: str, offset: int) -> str:
+    """The line of `text` around `offset`, stripped and cut to `CONTEXT_CHARS` (a backlink's context)."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    line = text[start : end if end >= 0 else len(text)].strip()
+    return line if len(line) <= CONTEXT_CHARS else line[: CONTEXT_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,21 +225,16 @@ def _in_order(wanted: list[str], path: list[str]) -> bool:
     return all(any(p == w for p in rest) for w in wanted)
 
 
-class MemoryVault:
-    """A `VaultLookup` over a set of note ids and their aliases: tests, and the before/after
-    views of one move (`rewrite_for_move`)."""
+class MappedVault:
+    """A `VaultLookup` answered from mappings built beforehand (key -> note ids)."""
 
-    def __init__(self, note_ids: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
-        self.ids = sorted(note_ids)
-        self.aliases = {k: list(v) for k, v in (aliases or {}).items()}
-        self._paths = {note_key(i): i for i in self.ids}
-        self._names: dict[str, list[str]] = {}
-        for note_id in self.ids:
-            self._names.setdefault(name_key(note_id), []).append(note_id)
-        self._aliased: dict[str, list[str]] = {}
-        for note_id, names in self.aliases.items():
-            for alias in names:
-                self._aliased.setdefault(fold(alias), []).append(note_id)
+    def __init__(
+        self,
+        paths: Mapping[str, str],
+        names: Mapping[str, Sequence[str]],
+        aliases: Mapping[str, Sequence[str]],
+    ) -> None:
+        self._paths, self._names, self._aliased = paths, names, aliases
 
     def by_path(self, key: str) -> str | None:
         return self._paths.get(key)
@@ -232,12 +245,50 @@ class MemoryVault:
     def by_alias(self, key: str) -> Sequence[str]:
         return self._aliased.get(key, ())
 
-    def moved(self, old_id: str, new_id: str) -> MemoryVault:
+
+class MemoryVault(MappedVault):
+    """A `VaultLookup` over a set of note ids and their aliases: tests, and the before/after
+    views of one move (`rewrite_for_move`)."""
+
+    def __init__(self, note_ids: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
+        self.ids = sorted(note_ids)
+        self.aliases = {k: list(v) for k, v in (aliases or {}).items()}
+        names: dict[str, list[str]] = {}
+        for note_id in self.ids:
+            names.setdefault(name_key(note_id), []).append(note_id)
+        aliased: dict[str, list[str]] = {}
+        for note_id, found in self.aliases.items():
+            for alias in found:
+                aliased.setdefault(fold(alias), []).append(note_id)
+        super().__init__({note_key(i): i for i in self.ids}, names, aliased)
+
+    def moved(self, old_id: str, new_id: str) -> MovedVault:
         """The vault after `old_id` is renamed to `new_id` (its aliases go with it)."""
-        aliases = dict(self.aliases)
-        if old_id in aliases:
-            aliases[new_id] = aliases.pop(old_id)
-        return MemoryVault([new_id if i == old_id else i for i in self.ids], aliases)
+        return MovedVault(self, old_id, new_id)
+
+
+class MovedVault:
+    """Any `VaultLookup` as it will answer once `moved_from` is renamed `moved_to` (its aliases go
+    with it): the "after" view of a move, without copying the vault."""
+
+    def __init__(self, before: VaultLookup, moved_from: str, moved_to: str) -> None:
+        self._before, self._from, self._to = before, moved_from, moved_to
+
+    def _renamed(self, found: Iterable[str]) -> list[str]:
+        return [self._to if i == self._from else i for i in found]
+
+    def by_path(self, key: str) -> str | None:
+        if key == note_key(self._to):
+            return self._to
+        found = self._before.by_path(key)
+        return None if found == self._from else found
+
+    def by_name(self, key: str) -> Sequence[str]:
+        found = [i for i in self._before.by_name(key) if i != self._from]
+        return [*found, self._to] if name_key(self._to) == key else found
+
+    def by_alias(self, key: str) -> Sequence[str]:
+        return self._renamed(self._before.by_alias(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +339,26 @@ def rewrite_for_move(
         return text, []
     pieces.append(text[last:])
     return "".join(pieces), done
+
+
+def relink(
+    text: str, note_before: str, note_after: str, moved_from: str, moved_to: str, before: VaultLookup
+) -> tuple[str, list[Rewrite]]:
+    """`rewrite_for_move` on a note's text as it is (parsed here), against `before` and its moved view."""
+    stem = note_before.rsplit("/", 1)[-1]
+    links = parse_note(text, _strip_suffix(stem), with_headings=False).links
+    if not links:
+        return text, []
+    return rewrite_for_move(
+        text,
+        links,
+        note_before=note_before,
+        note_after=note_after,
+        moved_from=moved_from,
+        moved_to=moved_to,
+        before=before,
+        after=MovedVault(before, moved_from, moved_to),
+    )
 
 
 def _new_path(

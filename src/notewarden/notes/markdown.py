@@ -542,7 +542,7 @@ class NoteFacts:
 
 def fold(text: str) -> str:
     """The form names compare in: NFC, case-folded (so `Café` written either way matches)."""
-    return unicodedata.normalize("NFC", text).casefold()
+    return text.casefold() if text.isascii() else unicodedata.normalize("NFC", text).casefold()
 
 
 def tag_key(name: str) -> str:

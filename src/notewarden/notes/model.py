@@ -14,12 +14,13 @@ aliases. The first name that matches is the one the form names.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from notewarden.notes.markdown import aliases_of, json_value, split_front_matter, title_of
+from notewarden.notes.markdown import aliases_of, fold, json_value, split_front_matter, title_of
 from notewarden.scope.fsroot import FileIdentity
 
 __all__ = [
@@ -31,9 +32,11 @@ __all__ = [
     "extract_title",
     "match_words",
     "matched_name",
+    "nearly_same",
     "note_stem",
     "search_terms",
     "title_matches",
+    "title_words",
 ]
 
 TITLE_SCAN_BYTES = 64 * 1024
@@ -85,6 +88,20 @@ def extract_names(head: bytes, note_id: str) -> tuple[str, tuple[str, ...]]:
     except ValueError:  # a block that expands too far has no usable aliases
         properties = None
     return title_of(text, note_stem(note_id)), tuple(aliases_of(properties))
+
+
+SIMILAR_RATIO = 0.9
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def title_words(title: str) -> str:
+    """A title's words, folded, punctuation dropped: how `notes_create` compares titles."""
+    return _NOT_WORD.sub(" ", fold(title)).strip()
+
+
+def nearly_same(a: str, b: str) -> bool:
+    """Two `title_words` the same, or a difflib ratio of at least `SIMILAR_RATIO` (a typo)."""
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILAR_RATIO
 
 
 def note_stem(note_id: str) -> str:

@@ -147,7 +147,7 @@ class OwnerMarker:
 def read_owner(root: WorkspaceRoot) -> OwnerMarker | None:
     """The folder's owner marker, None when unmarked; ValueError when it cannot be read as one.
     Read on every trash mutation, so the few distinct markers a process meets are decoded once."""
-    data = root.read_trash_record(TRASH_OWNER_NAME, _MARKER_MAX)
+    data = root.read_record(TRASH_OWNER_NAME, _MARKER_MAX)
     return None if data is None else _decoded(data)
 
 
@@ -161,7 +161,7 @@ def claim_owner(root: WorkspaceRoot, identity: LedgerIdentity) -> OwnerMarker:
     a process that loses the race reads the winner's marker)."""
     marker = read_owner(root)
     if marker is None:
-        root.write_trash_record(TRASH_OWNER_NAME, OwnerMarker.of(identity).encode(), replace=False)
+        root.write_record(TRASH_OWNER_NAME, OwnerMarker.of(identity).encode(), replace=False)
         marker = read_owner(root)
         assert marker is not None, "a marker was just created, by this process or another"
     return marker
@@ -174,7 +174,7 @@ def take_over(root: WorkspaceRoot, identity: LedgerIdentity) -> OwnerMarker | No
     except ValueError:
         previous = None
     marker = OwnerMarker.of(identity, previous=previous.ledger_id if previous else None)
-    root.write_trash_record(TRASH_OWNER_NAME, marker.encode(), replace=True)
+    root.write_record(TRASH_OWNER_NAME, marker.encode(), replace=True)
     return previous
 
 

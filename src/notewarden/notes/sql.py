@@ -38,20 +38,39 @@ workspace's rows whose derived columns are behind their version (a partial index
 those, so the look-up costs nothing when there are none), derives them in batches, and then
 queries. A row the query returns that fell behind meanwhile sends the query round again. A
 row whose id breaks the path rules is derived with no title and is never listed.
+
+Rule 4 (what notes know, issue 14): with the derived columns the store writes the note's tags,
+aliases, properties and links into their tables (`notes.sql_schema` step 3), in the same
+transaction; a deleted row takes them along (a trigger, whoever deletes). A link is stored as
+written and resolved as the files index resolves it (`links` Rule 1) to the target's row id. A note
+can only be found through links whose name key is its name or one of its aliases, so a write that
+changes a note's name, folder or aliases records those keys in `links_dirty` (a delete does, by
+trigger), and a written note's own links are recorded there with its row; before a query that shows
+links (`links`, a move's plan), the store derives stale rows and then resolves exactly the recorded
+links again, in one transaction under the workspace's lock. Many keys at once (an import) read the
+workspace's keys once instead of a query per key.
+
+Rule 5 (moves): `move_note` with `relink` rewrites every linking note, then renames the note, in
+one transaction under the workspace's lock: all or nothing. Each rewrite is `_rewrite_row`, whose
+UPDATE is guarded by the row's version, so a row another program changed meanwhile is read again
+and rewritten on its new content (PostgreSQL's READ COMMITTED shows it to the next statement).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from notewarden.confirm.state import Candidate
+from notewarden.faults import pause_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
+from notewarden.notes import links
 from notewarden.notes.derived import (
     Derived,
     derive,
@@ -61,18 +80,21 @@ from notewarden.notes.derived import (
     search_vector,
     title_patterns,
 )
-from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention
-from notewarden.notes.markdown import aliases_of
-from notewarden.notes.model import Note
+from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
+from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
+from notewarden.notes.model import Note, nearly_same, note_stem, title_words
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
+    LinkView,
+    Moved,
     NoteChange,
     NoteContent,
     NoteFilter,
     NoteLinks,
-    NotSupportedOnStore,
     ProgressSink,
+    PropertyTest,
+    Relinked,
     Rewrite,
     Rewritten,
     SearchHit,
@@ -101,6 +123,8 @@ logger = logging.getLogger(__name__)
 
 DERIVE_BATCH = 500
 """Rows re-derived per transaction (Rule 3)."""
+_SIMILAR_SCAN = 500
+"""The most notes sharing a title word that `similar_titles` compares (as the files index)."""
 SNIPPET_SCAN_CHARS = 100_000
 """PostgreSQL builds a hit's snippet from the start of its body: a match further in is found, but
 the snippet shows the beginning."""
@@ -121,8 +145,25 @@ _STALE = {
     "postgres": "n.stale",
 }
 _DERIVED_COLUMNS = {
-    "sqlite": ("title", "title_keys", "title_grams", "front_matter", "tags"),
-    "postgres": ("title", "title_keys", "title_grams", "search", "front_matter", "tags"),
+    "sqlite": (
+        "title",
+        "title_keys",
+        "title_grams",
+        "front_matter",
+        "name_key",
+        "path_key",
+        "property_error",
+    ),
+    "postgres": (
+        "title",
+        "title_keys",
+        "title_grams",
+        "search",
+        "front_matter",
+        "name_key",
+        "path_key",
+        "property_error",
+    ),
 }
 _CASTS = {"postgres": {"search": "?::tsvector", "front_matter": "?::jsonb"}, "sqlite": {}}
 _PG_RANK_WEIGHTS = "ARRAY[0.0, 0.1, 0.2, 1.0]::float4[]"  # D, C body, B path, A title: 1 : 2 : 10 as in files
@@ -136,12 +177,13 @@ def _sql(dialect: str) -> dict[str, str]:
     casts = _CASTS[dialect]
     values = ", ".join(casts.get(c, "?") for c in derived)
     assignments = ", ".join(f"{c} = {casts.get(c, '?')}" for c in derived)
+    score_of_time = "-(n.modified_ns / 1e9)" if dialect == "sqlite" else "-(n.modified_ns::float8 / 1e9)"
     return {
         "stale_probe": f"SELECT n.id FROM notes n WHERE n.workspace = ? AND {stale} LIMIT 1",
-        "stale_batch": f"SELECT n.id, n.version, n.path, n.body FROM notes n WHERE n.workspace = ? AND {stale} "
-        "ORDER BY n.id LIMIT ?",
+        "stale_batch": f"SELECT n.id, n.version, n.path, n.body, n.name_key FROM notes n WHERE n.workspace = ? "
+        f"AND {stale} ORDER BY n.id LIMIT ?",
         "derive": f"UPDATE notes AS n SET {assignments}, derived_version = version WHERE id = ? AND version = ? "
-        f"AND {stale}",
+        f"AND {stale} RETURNING id",
         "page": f"SELECT {columns} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL AND n.path > ?"
         "{within} ORDER BY n.path LIMIT ?",
         "read": f"SELECT n.body, {columns} FROM notes n WHERE n.workspace = ? AND n.path = ?",
@@ -149,10 +191,65 @@ def _sql(dialect: str) -> dict[str, str]:
         "insert": f"INSERT INTO notes (workspace, path, body, modified_ns, {', '.join(derived)}, derived_version) "
         f"VALUES (?, ?, ?, ?, {values}, 1) ON CONFLICT (workspace, path) DO NOTHING "
         "RETURNING id, version, modified_ns",
-        "update": f"UPDATE notes SET body = ?, {assignments}, derived_version = version + 1 "
+        "write": f"UPDATE notes SET path = ?, body = ?, {assignments}, derived_version = version + 1 "
         "WHERE workspace = ? AND path = ? AND version = ? RETURNING id",
-        "move": f"UPDATE notes SET path = ?, {assignments}, derived_version = version + 1 "
-        "WHERE workspace = ? AND path = ? AND version = ? RETURNING id",
+        "identity": "SELECT id, version, modified_ns FROM notes WHERE workspace = ? AND path = ?",
+        # what notes know (Rule 4)
+        "facts_drop_tags": "DELETE FROM note_tags WHERE note_row = ?",
+        "facts_drop_aliases": "DELETE FROM note_aliases WHERE note_row = ? RETURNING alias_key",
+        "facts_drop_links": "DELETE FROM note_links WHERE note_row = ?",
+        "facts_drop_properties": "DELETE FROM note_properties WHERE note_row = ?",
+        "facts_tag": "INSERT INTO note_tags (note_row, workspace, tag, name) VALUES (?, ?, ?, ?)",
+        "facts_alias": "INSERT INTO note_aliases (note_row, workspace, alias_key) VALUES (?, ?, ?)",
+        "facts_property": "INSERT INTO note_properties (note_row, workspace, name, value_text, value_num) "
+        "VALUES (?, ?, ?, ?, ?)",
+        "facts_link": "INSERT INTO note_links (note_row, seq, workspace, line, style, embed, path, anchor, "
+        "written, context, name_key, target_row, via, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "dirty": "INSERT INTO links_dirty (workspace, name_key, note_row) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        "dirty_probe": "SELECT 1 FROM links_dirty WHERE workspace = ? LIMIT 1",
+        "dirty_take": "DELETE FROM links_dirty WHERE workspace = ? RETURNING name_key, note_row",
+        "links_named": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.source, l.name_key "
+        "FROM note_links l WHERE l.workspace = ? AND l.name_key IN ({marks}) AND l.path != ''",
+        "links_of": "SELECT l.note_row, l.seq, l.path, l.style, l.target_row, l.via, l.source, l.name_key "
+        "FROM note_links l WHERE l.note_row IN ({marks}) AND l.path != ''",
+        "link_resolved": "UPDATE note_links SET target_row = ?, via = ? WHERE note_row = ? AND seq = ?",
+        "by_path": "SELECT n.id, n.path FROM notes n WHERE n.workspace = ? AND n.name_key = ? AND n.path_key = ? "
+        "AND n.title IS NOT NULL ORDER BY n.path LIMIT 1",
+        "by_name": "SELECT n.id, n.path FROM notes n WHERE n.workspace = ? AND n.name_key = ? "
+        "AND n.title IS NOT NULL",
+        "by_alias": "SELECT n.id, n.path FROM note_aliases a JOIN notes n ON n.id = a.note_row "
+        "WHERE a.workspace = ? AND a.alias_key = ? AND n.title IS NOT NULL",
+        "keys_page": "SELECT n.id, n.path, n.path_key, n.name_key FROM notes n WHERE n.workspace = ? "
+        "AND n.path > ? AND n.title IS NOT NULL ORDER BY n.path LIMIT ?",
+        "aliases_all": "SELECT alias_key, note_row FROM note_aliases WHERE workspace = ?",
+        "aliases_of": "SELECT alias_key FROM note_aliases WHERE note_row = ?",
+        "linking": "SELECT l.source FROM note_links l WHERE l.target_row = ? "
+        "UNION SELECT l.source FROM note_links l WHERE l.workspace = ? AND l.name_key IN ({marks})",
+        "note_facts": f"SELECT {columns}, n.front_matter, n.property_error FROM notes n "
+        "WHERE n.workspace = ? AND n.path = ?",
+        "links_out": "SELECT l.line, l.written, l.context, l.embed, l.path, l.anchor, t.path, l.via, l.style "
+        "FROM note_links l LEFT JOIN notes t ON t.id = l.target_row WHERE l.note_row = ? ORDER BY l.seq",
+        "backlinks_count": "SELECT count(*) FROM note_links l WHERE l.target_row = ?{within}",
+        "backlinks": "SELECT l.source, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style "
+        "FROM note_links l JOIN notes n ON n.id = l.note_row WHERE l.target_row = ?{within} "
+        "ORDER BY l.source, l.seq LIMIT ?",
+        "note_tag_names": "SELECT name FROM note_tags WHERE note_row = ? AND name IS NOT NULL ORDER BY tag",
+        "tags_counted": "SELECT name, notes FROM tag_counts WHERE workspace = ? AND tag >= ? AND tag < ? "
+        "ORDER BY tag LIMIT ?",
+        "tags_within": "SELECT min(g.name), count(*) FROM note_tags g JOIN notes n ON n.id = g.note_row "
+        "WHERE g.workspace = ? AND g.name IS NOT NULL AND g.tag >= ? AND g.tag < ?{within} GROUP BY g.tag "
+        "ORDER BY g.tag LIMIT ?",
+        "recent": f"SELECT {columns}, n.last_change, n.previous FROM notes n WHERE n.workspace = ? "
+        "AND n.title IS NOT NULL AND n.modified_ns >= ?{within} ORDER BY n.modified_ns DESC, n.path LIMIT ?",
+        "gone": "SELECT n.path, n.title, n.gone_ns FROM notes_gone n WHERE n.workspace = ? AND n.gone_ns >= ?"
+        "{within} ORDER BY n.gone_ns DESC, n.path LIMIT ?",
+        "complete_ids": f"SELECT {columns} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL "
+        "AND n.path >= ? AND n.path < ?{within} ORDER BY n.path LIMIT ?",
+        "complete_names": f"SELECT {columns} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL "
+        "AND n.name_key >= ? AND n.name_key < ?{within} ORDER BY n.name_key, n.path LIMIT ?",
+        "filtered": f"SELECT * FROM (SELECT {columns}, {score_of_time} AS score, '' AS snippet FROM notes n "
+        "WHERE n.workspace = ? AND n.title IS NOT NULL{within}) hit WHERE (hit.score, hit.path) > (?, ?) "
+        "ORDER BY hit.score, hit.path LIMIT ?",
         "list_trash": "SELECT trash_id, path, title, deleted_at, note_row, version, modified_ns, "
         f"{size} FROM notes_trash WHERE workspace = ? ORDER BY deleted_at DESC, trash_id",
         "trashed": "SELECT path, body FROM notes_trash WHERE trash_id = ? AND workspace = ?",
@@ -168,6 +265,8 @@ _SQLITE_QUERIES = {
     "titled_grams": f"SELECT {_COLUMNS['sqlite']}, n.front_matter FROM notes_gram_fts g CROSS JOIN notes n "
     "ON n.id = g.rowid WHERE notes_gram_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} "
     "AND EXISTS (SELECT 1 FROM json_each(n.title_keys) k WHERE {contains}) ORDER BY n.path",
+    "similar": f"SELECT {_COLUMNS['sqlite']} FROM notes_title_fts t CROSS JOIN notes n ON n.id = t.rowid "
+    "WHERE notes_title_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} ORDER BY n.path LIMIT ?",
     # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 5)
     "search": "SELECT * FROM (SELECT "
     f"{_COLUMNS['sqlite']}, bm25(notes_fts, 10.0, 2.0, 1.0) AS score, "
@@ -182,6 +281,14 @@ _SQLITE_QUERIES = {
 }
 
 _POSTGRES_QUERIES = {
+    # add_rows: a batch's tags counted once (the trigger skips them), not one update of a hot row per tag
+    "tags_counted_later": "SELECT set_config('notewarden.tags_counted_later', ?, true)",
+    "tags_count_added": "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), "
+    "count(*) FROM note_tags WHERE note_row IN ({marks}) AND name IS NOT NULL GROUP BY workspace, tag "
+    "ON CONFLICT (workspace, tag) DO UPDATE SET notes = tag_counts.notes + excluded.notes, "
+    "name = least(tag_counts.name, excluded.name)",
+    "similar": f"SELECT {_COLUMNS['postgres']} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL{{within}} "
+    "AND ({likes}) ORDER BY n.path LIMIT ?",
     "titled_trigram": f"SELECT {_COLUMNS['postgres']}, n.front_matter FROM notes n WHERE n.workspace = ? "
     "AND n.title IS NOT NULL{within}{likes} AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
@@ -210,41 +317,225 @@ _SETTLE = {
                 "notes_search",
                 "notes_title_trigrams",
                 "notes_title_grams",
-                "notes_by_tag",
-                "notes_front_matter",
             )
         ),
         "ANALYZE notes",
+        "ANALYZE note_tags",
+        "ANALYZE note_links",
+        "ANALYZE note_properties",
     ],
     "sqlite": [
         *(
             f"INSERT INTO {fts} ({fts}) VALUES ('optimize')"
             for fts in ("notes_fts", "notes_title_fts", "notes_gram_fts")
         ),
-        "ANALYZE notes",
+        "ANALYZE",
     ],
 }
 
 
 def derived_values(dialect: str, path: str, body: str, facts: Derived | None = None) -> list[object]:
     """The derived columns of a row (`_DERIVED_COLUMNS` order), as the dialect stores them; a path
-    that breaks the id rules gets no title (Rule 3)."""
+    that breaks the id rules gets no title and no link keys (Rule 3)."""
     facts = facts or derive(path, body)
     try:
         split_relative(path)
         title: str | None = facts.title
+        name_key: str | None = facts.name_key
+        path_key: str | None = facts.path_key
     except PathRejected:
-        title = None
+        title = name_key = path_key = None
+    error = facts.facts.property_error
     if dialect == "sqlite":
-        return [title, facts.keys_json, facts.grams_text, facts.front_matter_json, facts.tags_json]
+        return [title, facts.keys_json, facts.grams_text, facts.front_matter_json, name_key, path_key, error]
     return [
         title,
         facts.keys_json,
         facts.grams,
         search_vector(facts.title, path, body),
         facts.front_matter_json,
-        list(facts.tags),
+        name_key,
+        path_key,
+        error,
     ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Written:
+    """A row notewarden just wrote, for `_store_facts`: what it had before (None: a new row)."""
+
+    row_id: int
+    path: str
+    body: str
+    facts: Derived
+    old_path: str | None = None
+    old_name_key: str | None = None
+
+
+def _execute_many(txn: SqlSession, statement: str, rows: Sequence[Sequence[object]]) -> None:
+    """One statement for many rows: SQLite's executemany, PostgreSQL's pipelined executemany."""
+    if not rows:
+        return
+    if txn.dialect == "sqlite":
+        txn.connection.executemany(statement, rows)  # type: ignore[attr-defined]
+    else:
+        txn.connection.cursor().executemany(statement.replace("?", "%s").encode(), rows)  # type: ignore[attr-defined]
+
+
+class _SqlLookup:
+    """`links.VaultLookup` over a workspace's rows, query by query, remembering row ids by path."""
+
+    def __init__(self, db: SqlSession, workspace: str) -> None:
+        self._db, self._workspace = db, workspace
+        self._sql = _STATEMENTS[db.dialect]
+        self.rows: dict[str, int] = {}
+        self._paths: dict[str, str | None] = {}
+        self._names: dict[str, list[str]] = {}
+        self._aliases: dict[str, list[str]] = {}
+
+    def _remember(self, rows: Iterable[Sequence[Any]]) -> list[str]:
+        found = []
+        for row_id, path in rows:
+            self.rows[path] = row_id
+            found.append(path)
+        return found
+
+    def by_path(self, key: str) -> str | None:
+        if key not in self._paths:
+            rows = self._db.execute(self._sql["by_path"], (self._workspace, key.rsplit("/", 1)[-1], key))
+            self._paths[key] = next(iter(self._remember(rows)), None)
+        return self._paths[key]
+
+    def by_name(self, key: str) -> list[str]:
+        if key not in self._names:
+            self._names[key] = self._remember(self._db.execute(self._sql["by_name"], (self._workspace, key)))
+        return self._names[key]
+
+    def by_alias(self, key: str) -> list[str]:
+        if key not in self._aliases:
+            self._aliases[key] = self._remember(
+                self._db.execute(self._sql["by_alias"], (self._workspace, key))
+            )
+        return self._aliases[key]
+
+
+class _LoadedSqlLookup(links.MappedVault):
+    """Every key of the workspace read once, a page at a time: for resolving many names (an import)."""
+
+    def __init__(self, db: SqlSession, workspace: str) -> None:
+        sql = _STATEMENTS[db.dialect]
+        self.rows: dict[str, int] = {}
+        paths: dict[str, str] = {}
+        names: dict[str, list[str]] = {}
+        after = ""
+        while True:
+            page = db.execute(sql["keys_page"], (workspace, after, DERIVE_BATCH))
+            for row_id, path, path_key, name in page:
+                self.rows[path] = row_id
+                paths.setdefault(path_key, path)
+                names.setdefault(name, []).append(path)
+            if len(page) < DERIVE_BATCH:
+                break
+            after = page[-1][1]
+        by_row = {row_id: path for path, row_id in self.rows.items()}
+        aliases: dict[str, list[str]] = {}
+        for key, row_id in db.execute(sql["aliases_all"], (workspace,)):
+            if row_id in by_row:  # not a row whose id breaks the path rules
+                aliases.setdefault(key, []).append(by_row[row_id])
+        super().__init__(paths, names, aliases)
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), DERIVE_BATCH):
+        yield items[start : start + DERIVE_BATCH]
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ", ".join("?" * len(items))
+
+
+def _tag_key(tag: str) -> str:
+    return tag_key(tag.lstrip("#")).rstrip("/")
+
+
+def _property_clause(test: PropertyTest) -> tuple[str, list[Any]]:
+    """Rule 4 of `notes.derived`: a value is text or a number; `None` is neither."""
+    values = list(test.value) if test.op == "in" else [test.value]
+    if test.op in ("before", "after"):
+        column = "value_text" if isinstance(test.value, str) else "value_num"
+        value = test.value if isinstance(test.value, str) else float(test.value)
+        return f"{column} {'<' if test.op == 'before' else '>'} ?", [value]
+    texts = [v for v in values if isinstance(v, str)]
+    numbers = [float(v) for v in values if isinstance(v, bool | int | float)]
+    parts: list[str] = []
+    if texts:
+        parts.append(f"value_text IN ({', '.join('?' * len(texts))})")
+    if numbers:
+        parts.append(f"value_num IN ({', '.join('?' * len(numbers))})")
+    if any(v is None for v in values):
+        parts.append("(value_text IS NULL AND value_num IS NULL)")
+    return " OR ".join(parts) or "1 = 0", [*texts, *numbers]
+
+
+def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[Any]]:
+    """SQL (` AND ...`) and parameters keeping the notes that pass `filters` (index lookups each)."""
+    if filters is None:
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for tag in filters.tags_all:
+        clauses.append("n.id IN (SELECT note_row FROM note_tags WHERE workspace = ? AND tag = ?)")
+        params += [workspace, _tag_key(tag)]
+    if filters.tags_any:
+        marks = ", ".join("?" * len(filters.tags_any))
+        clauses.append(f"n.id IN (SELECT note_row FROM note_tags WHERE workspace = ? AND tag IN ({marks}))")
+        params += [workspace, *(_tag_key(t) for t in filters.tags_any)]
+    for test in filters.properties:
+        condition, values = _property_clause(test)
+        clauses.append(
+            f"n.id IN (SELECT note_row FROM note_properties WHERE workspace = ? AND name = ? AND ({condition}))"
+        )
+        params += [workspace, test.name, *values]
+    if filters.modified_after_ns is not None:
+        clauses.append("n.modified_ns > ?")
+        params.append(filters.modified_after_ns)
+    if filters.modified_before_ns is not None:
+        clauses.append("n.modified_ns < ?")
+        params.append(filters.modified_before_ns)
+    within, bounds = _within(filters.folder.strip("/"))
+    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+
+
+def _fts_query(terms: Sequence[str], match: SearchMatch) -> str:
+    """FTS5: every term as a prefix, or with `match="any"` some but not all of them."""
+    every = " AND ".join(_fts_phrase(t) + "*" for t in terms)
+    if match == "all":
+        return every
+    return f"({' OR '.join(_fts_phrase(t) + '*' for t in terms)}) NOT ({every})"
+
+
+class _Relinking:
+    """The `Rewrite` of one linking note for a move (`links.relink` on its current content); `found`
+    holds the links the last call rewrote."""
+
+    def __init__(self, vault: links.VaultLookup, note_id: str, moved_from: str, moved_to: str) -> None:
+        self._vault, self._note_id, self._from, self._to = vault, note_id, moved_from, moved_to
+        self.found: list[links.Rewrite] = []
+
+    def __call__(self, current: NoteContent) -> bytes:
+        after_id = self._to if self._note_id == self._from else self._note_id
+        text, self.found = links.relink(
+            current.data.decode(), self._note_id, after_id, self._from, self._to, self._vault
+        )
+        return text.encode() if self.found else current.data
+
+
+def _moved_ids(relinked: Sequence[Relinked], moved_from: str, moved_to: str) -> tuple[Relinked, ...]:
+    """The relinked notes by their ids after the move."""
+    return tuple(
+        dataclasses.replace(r, note_id=moved_to) if r.note_id == moved_from else r
+        for r in sorted(relinked, key=lambda r: r.note_id)
+    )
 
 
 def _new_trash_id() -> str:
@@ -273,11 +564,16 @@ def _text(data: bytes) -> str:
     return text
 
 
-def _within(subtree: str) -> tuple[str, tuple[str, ...]]:
-    """SQL restricting `n.path` to the folder `subtree` ("" is the whole workspace)."""
+def _within(subtree: str, column: str = "n.path") -> tuple[str, tuple[str, ...]]:
+    """SQL restricting `column` (a note id) to the folder `subtree` ("" is the whole workspace)."""
     if not subtree:
         return "", ()
-    return " AND n.path >= ? AND n.path < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
+    return f" AND {column} >= ? AND {column} < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
+
+
+def _json(value: object) -> dict[str, Any] | None:
+    """A JSON column as read: PostgreSQL decodes jsonb, SQLite returns the text."""
+    return json.loads(value) if isinstance(value, str) else value  # type: ignore[return-value]
 
 
 def _json_object(value: Any) -> dict[str, Any] | None:
@@ -291,16 +587,33 @@ def _note(row: Sequence[Any]) -> Note:
     return Note(id=path, title=title, identity=_identity(row_id, version, modified_ns, size))
 
 
-class _Overtaken(Exception):
-    """The row changed between this transaction's read and its update."""
-
-
 def _fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
 def _like_contains(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class _Anchors:
+    """The headings and block ids of link targets, parsed when a link's anchor is shown."""
+
+    def __init__(self, store: SqlNoteStore, db: SqlSession, scope: WorkspaceScope) -> None:
+        self._store, self._db = store, db
+        self._scope = dataclasses.replace(scope, subtree=())
+        self._seen: dict[str, Any] = {}
+
+    def found(self, target: str, anchor: str, style: str) -> bool | None:
+        if target not in self._seen:
+            try:
+                body = self._store._read(self._db, self._scope, target).data.decode()
+                self._seen[target] = parse_note(body, note_stem(target))
+            except FsError:
+                self._seen[target] = None
+        facts = self._seen[target]
+        if facts is None:
+            return None
+        return links.anchor_found(anchor, style, facts.headings, (b.id for b in facts.block_ids))
 
 
 class SqlNoteStore:
@@ -320,9 +633,12 @@ class SqlNoteStore:
         scope: WorkspaceScope,
         run: Callable[[SqlSession, dict[str, str]], list[tuple[Any, ...]]],
         progress: ProgressSink | None = None,
+        *,
+        notes: bool = True,
     ) -> list[tuple[Any, ...]]:
         """`run`'s rows once every row of the workspace is derived (Rule 3); a row returned stale
-        (written meanwhile by another program) sends the query round again."""
+        (written meanwhile by another program) sends the query round again. `notes`: the rows are
+        listed notes (`_COLUMNS`), whose freshness can be checked."""
         workspace = str(scope.workspace)
         for attempt in range(1, _ATTEMPTS + 1):
             final = attempt == _ATTEMPTS
@@ -330,7 +646,7 @@ class SqlNoteStore:
                 sql = _STATEMENTS[db.dialect]
                 if final or not db.execute(sql["stale_probe"], (workspace,)):
                     rows = run(db, sql)
-                    if final or all(row[6] for row in rows):
+                    if final or not notes or all(row[6] for row in rows):
                         return rows
             self._derive_stale(workspace, progress)
         raise AssertionError("unreachable: the final attempt returns")
@@ -339,10 +655,17 @@ class SqlNoteStore:
         done = 0
         while True:
             with self._ledger.critical_section() as txn:
+                txn.lock_workspace(workspace)
                 sql = _STATEMENTS[txn.dialect]
                 batch = txn.execute(sql["stale_batch"], (workspace, DERIVE_BATCH))
-                for row_id, version, path, body in batch:
-                    txn.execute(sql["derive"], (*derived_values(txn.dialect, path, body), row_id, version))
+                written = []
+                for row_id, version, path, body, old_name_key in batch:
+                    facts = derive(path, body)
+                    if txn.execute(
+                        sql["derive"], (*derived_values(txn.dialect, path, body, facts), row_id, version)
+                    ):
+                        written.append(_Written(row_id, path, body, facts, path, old_name_key or ""))
+                self._store_facts(txn, workspace, written)
             done += len(batch)
             if done and progress is not None:
                 progress(done, None, f"indexed {done} notes written by another program")
@@ -352,6 +675,108 @@ class SqlNoteStore:
                         "derived titles and words of rows written by another program", extra={"rows": done}
                     )
                 return
+
+    def _current_links(self, workspace: str, progress: ProgressSink | None = None) -> None:
+        """Rule 4: derive what other programs wrote, then resolve the recorded links again."""
+        with self._ledger.snapshot() as db:
+            sql = _STATEMENTS[db.dialect]
+            stale = bool(db.execute(sql["stale_probe"], (workspace,)))
+            dirty = stale or bool(db.execute(sql["dirty_probe"], (workspace,)))
+        if stale:
+            self._derive_stale(workspace, progress)
+        if dirty:
+            with self._ledger.critical_section() as txn:
+                txn.lock_workspace(workspace)
+                self._resolve_dirty(txn, workspace)
+
+    def _resolve_dirty(self, txn: LedgerTxn, workspace: str) -> None:
+        """Rule 4: resolve again the links recorded in `links_dirty`, a chunk of keys at a time (each
+        chunk read, resolved and written before the next: no long pause inside the transaction, which
+        PostgreSQL's `idle_in_transaction_session_timeout` would end)."""
+        sql = _STATEMENTS[txn.dialect]
+        taken = txn.execute(sql["dirty_take"], (workspace,))
+        named = {key for key, row in taken if not row}
+        every = sorted(named)
+        own: dict[int, set[str]] = {}
+        for key, row in taken:
+            if row and key not in named:
+                own.setdefault(int(row), set()).add(key)
+        lookup = (
+            _SqlLookup(txn, workspace)
+            if len(every) + len(own) <= DERIVE_BATCH
+            else _LoadedSqlLookup(txn, workspace)
+        )
+
+        def resolve(found: Sequence[Sequence[Any]]) -> None:
+            updates = []
+            for note_row, seq, path, style, target_row, via, source, _ in found:
+                resolved = links.resolve_path(path, style, source, lookup)
+                row = None if resolved.target is None else lookup.rows.get(resolved.target)
+                if (row, resolved.via) != (target_row, via):
+                    updates.append((row, resolved.via, note_row, seq))
+            _execute_many(txn, sql["link_resolved"], updates)
+
+        for chunk in _chunks(every):
+            resolve(txn.execute(sql["links_named"].format(marks=_marks(chunk)), (workspace, *chunk)))
+        for chunk in _chunks(sorted(own)):
+            rows = txn.execute(sql["links_of"].format(marks=_marks(chunk)), chunk)
+            resolve([r for r in rows if r[7] in own[r[0]]])
+
+    def _store_facts(self, txn: LedgerTxn | SqlSession, workspace: str, written: Sequence[_Written]) -> None:
+        """Rule 4: the rows' tags, aliases, properties and links, replacing what they had, and the
+        name keys whose links must be resolved again."""
+        sql = _STATEMENTS[txn.dialect]
+        tags: list[tuple[object, ...]] = []
+        aliases: list[tuple[object, ...]] = []
+        properties: list[tuple[object, ...]] = []
+        link_rows: list[tuple[object, ...]] = []
+        dirty: set[tuple[str, str, int]] = set()
+        for note in written:
+            had: set[str] = set()
+            if note.old_path is not None:
+                for statement in ("facts_drop_tags", "facts_drop_links", "facts_drop_properties"):
+                    txn.execute(sql[statement], (note.row_id,))
+                had = {key for (key,) in txn.execute(sql["facts_drop_aliases"], (note.row_id,))}
+            try:
+                split_relative(note.path)
+            except PathRejected:
+                continue  # never listed, never linked to (Rule 3)
+            facts = note.facts
+            has = facts.aliases
+            # a new, moved or renamed note: its names and aliases may find other links
+            renamed = note.old_path != note.path or note.old_name_key not in (None, facts.name_key)
+            changed = had | has | {facts.name_key, note.old_name_key or ""} if renamed else had ^ has
+            dirty |= {(workspace, key, 0) for key in changed if key}
+            tags += [(note.row_id, workspace, key, name) for key, name in facts.tags.items()]
+            aliases += [(note.row_id, workspace, key) for key in has]
+            properties += [(note.row_id, workspace, *values) for values in facts.properties]
+            for seq, link in enumerate(facts.facts.links):
+                key = links.name_key(link.path.rstrip("/")) if link.path else ""
+                if link.path:
+                    dirty.add((workspace, key, note.row_id))
+                link_rows.append(
+                    (
+                        note.row_id,
+                        seq,
+                        workspace,
+                        link.line,
+                        link.style,
+                        link.embed if txn.dialect == "postgres" else int(link.embed),
+                        link.path,
+                        link.anchor,
+                        note.body[link.span[0] : link.span[1]],
+                        links.context_line(note.body, link.span[0]),
+                        key,
+                        None if link.path else note.row_id,
+                        None if link.path else "self",
+                        note.path,
+                    )
+                )
+        _execute_many(txn, sql["facts_tag"], tags)
+        _execute_many(txn, sql["facts_alias"], aliases)
+        _execute_many(txn, sql["facts_property"], properties)
+        _execute_many(txn, sql["facts_link"], link_rows)
+        _execute_many(txn, sql["dirty"], sorted(dirty))
 
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return self.list_page(scope, after=None, limit=None)
@@ -428,25 +853,31 @@ class SqlNoteStore:
         match: SearchMatch = "all",
         filters: NoteFilter | None = None,
     ) -> list[SearchHit]:
-        """Every term must start a word of the title, path or body; best first (SQLite: bm25 with
-        the title weighted 10 and the path 2, as the files index; PostgreSQL: `ts_rank` with the
-        same weights), negated so that lower is better; ties by id."""
-        if match != "all" or filters is not None or not terms:
-            raise NotSupportedOnStore("searching with filters or by some of the words")
+        """Every term (or with `match="any"` some but not all) must start a word of the title, path or
+        body; best first (SQLite: bm25 with the title weighted 10 and the path 2, as the files index;
+        PostgreSQL: `ts_rank` with the same weights), negated so that lower is better; ties by id.
+        Without terms: the notes passing `filters`, newest first."""
+        workspace = str(scope.workspace)
         within, bounds = _within("/".join(scope.subtree))
+        kept, kept_params = _filter_sql(filters, workspace)
         start = after if after is not None else (float("-inf"), "")
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            if not terms:  # filters alone: newest first
+                return db.execute(
+                    sql["filtered"].format(within=within + kept),
+                    [workspace, *bounds, *kept_params, *start, limit],
+                )
             if db.dialect == "sqlite":
-                wanted = " AND ".join(_fts_phrase(t) + "*" for t in terms)
+                wanted = _fts_query(terms, match)
             else:
-                query = search_query(terms)
+                query = search_query(terms, match)
                 if query is None:
                     return []
                 wanted = query
             return db.execute(
-                sql["search"].format(within=within),
-                [wanted, str(scope.workspace), *bounds, *start, limit],
+                sql["search"].format(within=within + kept),
+                [wanted, workspace, *bounds, *kept_params, *start, limit],
             )
 
         return [
@@ -457,22 +888,139 @@ class SqlNoteStore:
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         return [self.read_note(scope, note_id).note for note_id in note_ids]
 
-    # Issue 14's knowledge tools: a temporary seam until this store indexes tags and links.
+    # --- what notes know (Rule 4) -------------------------------------------------------------
 
     def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
-        raise NotSupportedOnStore("notes_tags")
+        """By folded tag: the running counts for a whole workspace, counted over a folder's notes."""
+        low = max(tag_key(prefix), after + "\x01" if after is not None else "")  # text holds no NUL
+        high = tag_key(prefix) + "\U0010ffff"
+        within, bounds = _within("/".join(scope.subtree))
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            if not within:
+                return db.execute(sql["tags_counted"], (str(scope.workspace), low, high, limit))
+            return db.execute(
+                sql["tags_within"].format(within=within), (str(scope.workspace), low, high, *bounds, limit)
+            )
+
+        return [TagCount(str(name), int(count)) for name, count in self._query(scope, run, notes=False)]
 
     def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
-        raise NotSupportedOnStore("notes_links")
+        workspace = str(scope.workspace)
+        _inside(scope, note_id)
+        self._current_links(workspace)
+        within, bounds = _within("/".join(scope.subtree), "l.source")
+        with self._ledger.snapshot() as db:
+            sql = _STATEMENTS[db.dialect]
+            rows = db.execute(sql["note_facts"], (workspace, note_id))
+            if not rows or rows[0][1] is None:
+                raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
+            note, row_id = _note(rows[0]), rows[0][2]
+            outgoing = db.execute(sql["links_out"], (row_id,))
+            ((total,),) = db.execute(sql["backlinks_count"].format(within=within), (row_id, *bounds))
+            back = db.execute(sql["backlinks"].format(within=within), (row_id, *bounds, limit))
+            tags = [str(name) for (name,) in db.execute(sql["note_tag_names"], (row_id,))]
+            anchors = _Anchors(self, db, scope)
+            views = [
+                LinkView(
+                    note.id,
+                    note.title,
+                    line,
+                    written,
+                    context,
+                    bool(embed),
+                    path,
+                    anchor,
+                    target,
+                    via,
+                    anchors.found(target, anchor, style) if anchor and target is not None else None,
+                )
+                for line, written, context, embed, path, anchor, target, via, style in outgoing
+            ]
+            backlinks = [
+                LinkView(source, title, line, written, context, bool(embed), path, anchor, note.id, None)
+                for source, title, line, written, context, embed, path, anchor, _ in back
+            ]
+        return NoteLinks(
+            note,
+            views,
+            backlinks,
+            int(total),
+            tags=tags,
+            properties=_json(rows[0][7]),
+            property_error=rows[0][8],
+        )
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
-        raise NotSupportedOnStore("notes_recent")
+        """The latest change of each note (the version trigger keeps it), and the notes that went."""
+        within, bounds = _within("/".join(scope.subtree))
+        workspace, since = str(scope.workspace), since_ns or 0
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            return db.execute(sql["recent"].format(within=within), (workspace, since, *bounds, limit))
+
+        changes = [
+            NoteChange(
+                row[0], row[1], row[7] or "modified", int(row[4]), row[8] if row[7] == "moved" else None
+            )
+            for row in self._query(scope, run)
+        ]
+        with self._ledger.snapshot() as db:
+            gone = db.execute(
+                _STATEMENTS[db.dialect]["gone"].format(within=within), (workspace, since, *bounds, limit)
+            )
+        changes += [NoteChange(str(path), str(title), "deleted", int(at)) for path, title, at in gone]
+        changes.sort(key=lambda c: (-c.at_ns, c.note_id))
+        return changes[:limit]
 
     def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
-        raise NotSupportedOnStore("finding notes with a similar title")
+        """As the files index: the same title words, or a difflib ratio of at least 0.9."""
+        wanted = title_words(title)
+        words = [w for w in wanted.split() if len(w) >= 3]
+        if not words:
+            return [n for n in self.find_titled(scope, wanted.split()) if title_words(n.title) == wanted]
+        within, bounds = _within("/".join(scope.subtree))
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            if db.dialect == "sqlite":
+                match = " OR ".join(_fts_phrase(json_escaped(w)) for w in words)
+                return db.execute(
+                    sql["similar"].format(within=within),
+                    (match, str(scope.workspace), *bounds, _SIMILAR_SCAN),
+                )
+            likes = " OR ".join("n.title_keys LIKE ?" for _ in words)
+            return db.execute(
+                sql["similar"].format(within=within, likes=likes),
+                (
+                    str(scope.workspace),
+                    *bounds,
+                    *(_like_contains(json_escaped(w)) for w in words),
+                    _SIMILAR_SCAN,
+                ),
+            )
+
+        found = (_note(row) for row in self._query(scope, run))
+        return [n for n in found if nearly_same(title_words(n.title), wanted)]
 
     def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
-        raise NotSupportedOnStore("completing note ids")
+        """Ids starting with `prefix`, then ids whose file name does (folded): two index ranges."""
+        within, bounds = _within("/".join(scope.subtree))
+        key = fold(prefix)
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            workspace = str(scope.workspace)
+            by_id = db.execute(
+                sql["complete_ids"].format(within=within),
+                (workspace, prefix, prefix + "\U0010ffff", *bounds, limit + 1),
+            )
+            by_name = db.execute(
+                sql["complete_names"].format(within=within),
+                (workspace, key, key + "\U0010ffff", *bounds, limit + 1),
+            )
+            return by_id + by_name
+
+        ids = list(dict.fromkeys(row[0] for row in self._query(scope, run)))
+        return ids[:limit], len(ids) > limit
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
         with self._ledger.snapshot() as db:
@@ -492,71 +1040,95 @@ class SqlNoteStore:
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
         body = _text(data)
+        workspace = str(scope.workspace)
         facts = derive(_inside(scope, note_id), body)
         with self._ledger.critical_section() as txn:
-            created = txn.execute(
-                _STATEMENTS[txn.dialect]["insert"],
-                (
-                    str(scope.workspace),
-                    note_id,
-                    body,
-                    time.time_ns(),
-                    *derived_values(txn.dialect, note_id, body, facts),
-                ),
-            )
-        if not created:
+            txn.lock_workspace(workspace)
+            created = self._insert(txn, workspace, note_id, body, time.time_ns(), facts)
+        if created is None:
             raise NoteExists(f"a note {note_id!r} already exists in {scope.uri}")
-        ((row_id, version, modified_ns),) = created
+        row_id, version, modified_ns = created
         return NoteContent(
             Note(note_id, facts.title, _identity(row_id, version, modified_ns, len(data))), data
         )
+
+    def _insert(
+        self, txn: LedgerTxn, workspace: str, path: str, body: str, modified_ns: int, facts: Derived
+    ) -> tuple[int, int, int] | None:
+        """A new row with its facts (Rule 4); None when the path is taken."""
+        created = txn.execute(
+            _STATEMENTS[txn.dialect]["insert"],
+            (workspace, path, body, modified_ns, *derived_values(txn.dialect, path, body, facts)),
+        )
+        if not created:
+            return None
+        ((row_id, version, stamp),) = created
+        self._store_facts(txn, workspace, [_Written(row_id, path, body, facts)])
+        return int(row_id), int(version), int(stamp)
 
     def rewrite_note(
         self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
     ) -> Rewritten:
         workspace = str(scope.workspace)
+        with self._ledger.critical_section() as txn:
+            txn.lock_workspace(workspace)
+            return self._rewrite_row(txn, scope, note_id, rewrite, change)
+
+    def _rewrite_row(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        note_id: str,
+        rewrite: Rewrite,
+        change: Change,
+        *,
+        new_id: str | None = None,
+    ) -> Rewritten:
+        """Write `rewrite(current)` (and move it to `new_id`), saving the replaced content in history.
+        The UPDATE is guarded by the row's version: another program's write in between makes it read
+        the row again and rewrite that (at most `MERGE_ATTEMPTS` times, then `VersionConflict`)."""
+        workspace, target = str(scope.workspace), new_id or note_id
+        sql = _STATEMENTS[txn.dialect]
         for _ in range(MERGE_ATTEMPTS):
-            try:
-                with self._ledger.critical_section() as txn:
-                    txn.lock_workspace(workspace)
-                    before = self._read(txn, scope, note_id)
-                    data = rewrite(before)
-                    if data == before.data:
-                        return Rewritten(before, before, None)
-                    saved = self.history.record(
-                        txn,
-                        workspace,
-                        note_id,
-                        version=before.version,
-                        size=len(before.data),
-                        change=change,
-                        body=before.data.decode(),
-                    )
-                    body = _text(data)
-                    facts = derive(note_id, body)
-                    written = txn.execute(
-                        _STATEMENTS[txn.dialect]["update"],
-                        (
-                            body,
-                            *derived_values(txn.dialect, note_id, body, facts),
-                            workspace,
-                            note_id,
-                            before.note.identity.dev,
-                        ),
-                    )
-                    if not written:
-                        raise _Overtaken  # a writer outside notewarden: roll back, read it again
-                    self.history.prune(txn, workspace, note_id)
-                    ((row_id, version, modified_ns),) = txn.execute(  # as the trigger left it (SQLite's
-                        # RETURNING shows the row before its AFTER trigger); not the body
-                        "SELECT id, version, modified_ns FROM notes WHERE workspace = ? AND path = ?",
-                        (workspace, note_id),
-                    )
-                    after = Note(note_id, facts.title, _identity(row_id, version, modified_ns, len(data)))
-                    return Rewritten(before, NoteContent(after, data), saved)
-            except _Overtaken:
-                continue
-        raise VersionConflict(note_id, self.read_note(scope, note_id).version)
+            before = self._read(txn, scope, note_id)
+            data = rewrite(before)
+            if data == before.data and target == note_id:
+                return Rewritten(before, before, None)
+            body = _text(data)
+            facts = derive(target, body)
+            written = txn.execute(
+                sql["write"],
+                (
+                    target,
+                    body,
+                    *derived_values(txn.dialect, target, body, facts),
+                    workspace,
+                    note_id,
+                    before.note.identity.dev,
+                ),
+            )
+            if not written:
+                continue  # a writer outside notewarden: read it again
+            row_id = int(written[0][0])
+            name = links.name_key(note_id)
+            self._store_facts(txn, workspace, [_Written(row_id, target, body, facts, note_id, name)])
+            saved = None
+            if data != before.data:
+                saved = self.history.record(
+                    txn,
+                    workspace,
+                    note_id,
+                    version=before.version,
+                    size=len(before.data),
+                    change=change,
+                    body=before.data.decode(),
+                )
+                self.history.prune(txn, workspace, note_id)
+            ((row_id, version, modified_ns),) = txn.execute(sql["identity"], (workspace, target))  # as the
+            # trigger left it (SQLite's RETURNING shows the row before its AFTER trigger)
+            after = Note(target, facts.title, _identity(row_id, version, modified_ns, len(data)))
+            return Rewritten(before, NoteContent(after, data), saved)
+        raise VersionConflict(note_id, self._read(txn, scope, note_id).version)
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
         with self._ledger.snapshot() as db:
@@ -583,27 +1155,80 @@ class SqlNoteStore:
         self.history.delete(txn, str(scope.workspace), [e.version_id for e in entries])
         return len(entries)
 
-    def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
+    def move_note(
+        self,
+        scope: WorkspaceScope,
+        note_id: str,
+        new_id: str,
+        *,
+        relink: Change | None = None,
+        dry_run: bool = False,
+        progress: ProgressSink | None = None,
+    ) -> Moved:
+        """Rule 5: one transaction rewrites the linking notes and moves the note."""
+        workspace = str(scope.workspace)
+        whole = dataclasses.replace(scope, subtree=())
+        _inside(scope, note_id), _inside(scope, new_id)
+        if relink is not None:
+            self._current_links(workspace, progress)
+        if dry_run:
+            with self._ledger.snapshot() as db:
+                current = self._before_move(db, scope, note_id, new_id)
+                vault = _SqlLookup(db, workspace)
+                linking = self._linking_notes(db, workspace, current.note, new_id) if relink else []
+                relinked = []
+                for linking_id in linking:
+                    after_id = new_id if linking_id == note_id else linking_id
+                    text = self._read(db, whole, linking_id).data.decode()
+                    _, found = links.relink(text, linking_id, after_id, note_id, new_id, vault)
+                    if found:
+                        relinked.append(Relinked(linking_id, tuple(found)))
+                return Moved(current.note, _moved_ids(relinked, note_id, new_id))
         with self._ledger.critical_section() as txn:
-            sql = _STATEMENTS[txn.dialect]
-            current = self._read(txn, scope, note_id)
-            if txn.execute(sql["exists"], (str(scope.workspace), _inside(scope, new_id))):
-                raise NoteExists(f"a note {new_id!r} already exists in {scope.uri}; nothing was moved")
-            body = current.data.decode()
-            moved = txn.execute(
-                sql["move"],
-                (
-                    new_id,
-                    *derived_values(txn.dialect, new_id, body),
-                    str(scope.workspace),
-                    note_id,
-                    current.note.identity.dev,
-                ),
+            txn.lock_workspace(workspace)
+            current = self._before_move(txn, scope, note_id, new_id)
+            vault = _SqlLookup(txn, workspace)
+            linking = self._linking_notes(txn, workspace, current.note, new_id) if relink else []
+            relinked = []
+            for done, linking_id in enumerate(linking, 1):
+                rewrite = _Relinking(vault, linking_id, note_id, new_id)
+                if linking_id == note_id:
+                    continue  # rewritten with its move, below
+                assert relink is not None
+                saved = self._rewrite_row(txn, whole, linking_id, rewrite, relink).saved
+                if rewrite.found:
+                    relinked.append(Relinked(linking_id, tuple(rewrite.found), saved))
+                if done == len(linking) // 2:
+                    pause_point("move_rewriting")
+                if progress is not None and len(linking) > 1:
+                    progress(done, len(linking), f"rewrote the links of {done} of {len(linking)} notes")
+            own = _Relinking(vault, note_id, note_id, new_id) if relink else None
+            change = relink or Change(scope.principal, "notes_move", f"moved from {note_id}")
+            moved = self._rewrite_row(
+                txn, scope, note_id, own or (lambda now: now.data), change, new_id=new_id
             )
-            if not moved:
-                raise FsError(f"{note_id!r} changed while it was being moved; nothing was moved, try again")
-            self.history.follow_move(txn, str(scope.workspace), note_id, new_id)
-            return self._read(txn, scope, new_id).note
+            self.history.follow_move(txn, workspace, note_id, new_id)
+            if own is not None and own.found:
+                relinked.append(Relinked(note_id, tuple(own.found), moved.saved))
+            return Moved(moved.after.note, _moved_ids(relinked, note_id, new_id))
+
+    def _before_move(self, db: SqlSession, scope: WorkspaceScope, note_id: str, new_id: str) -> NoteContent:
+        current = self._read(db, scope, note_id)
+        if db.execute(_STATEMENTS[db.dialect]["exists"], (str(scope.workspace), new_id)):
+            raise NoteExists(f"a note {new_id!r} already exists in {scope.uri}; nothing was moved")
+        return current
+
+    def _linking_notes(self, db: SqlSession, workspace: str, moved: Note, moved_to: str) -> list[str]:
+        """The notes with a link whose target the move can change (as `NoteIndex.linking_notes`)."""
+        sql = _STATEMENTS[db.dialect]
+        keys = [
+            links.name_key(moved_to),
+            *(k for (k,) in db.execute(sql["aliases_of"], (moved.identity.ino,))),
+        ]
+        rows = db.execute(
+            sql["linking"].format(marks=", ".join("?" * len(keys))), (moved.identity.ino, workspace, *keys)
+        )
+        return sorted({moved.id, *(str(r[0]) for r in rows)})
 
     # --- the trash: every change inside the ledger's transaction --------------------------------
 
@@ -619,6 +1244,7 @@ class SqlNoteStore:
         note_id = _inside(scope, candidate.id)
         workspace = str(scope.workspace)
         sql = _STATEMENTS[txn.dialect]
+        txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
         trash_id = _new_trash_id()
         deleted_at = time.time()
         match = (workspace, note_id, candidate.identity.ino, candidate.identity.dev)
@@ -657,11 +1283,9 @@ class SqlNoteStore:
             )
         path, body = rows[0]
         target = _inside(scope, new_id or path)
-        restored = txn.execute(
-            sql["insert"],
-            (str(scope.workspace), target, body, time.time_ns(), *derived_values(txn.dialect, target, body)),
-        )
-        if not restored:
+        txn.lock_workspace(str(scope.workspace))
+        restored = self._insert(txn, str(scope.workspace), target, body, time.time_ns(), derive(target, body))
+        if restored is None:
             raise NoteExists(f"a note {target!r} already exists in {scope.uri}; restore it under another id")
         txn.execute(sql["untrash"], (trash_id, str(scope.workspace)))
         self.history.from_trash(txn, str(scope.workspace), trash_id, target)
@@ -689,25 +1313,46 @@ class SqlNoteStore:
     # --- whole workspaces, for `notewarden import` and `export` (notewarden.transfer) -------------
 
     def add_rows(self, txn: LedgerTxn, workspace: str, rows: Sequence[tuple[str, str, int]]) -> list[bool]:
-        """Insert notes as written elsewhere, (path, body, modified_ns) each, their times kept; for
-        each, False when its path is taken. On PostgreSQL the statements are pipelined (one round
-        trip for the batch, not one per note)."""
+        """Insert notes as written elsewhere, (path, body, modified_ns) each, their times kept, with
+        their facts (Rule 4); for each, False when its path is taken. On PostgreSQL the statements are
+        pipelined (one round trip for the batch, not one per note)."""
         statement = _STATEMENTS[txn.dialect]["insert"]
-        params = [(workspace, p, b, m, *derived_values(txn.dialect, p, b)) for p, b, m in rows]
+        derived = [derive(p, b) for p, b, _ in rows]
+        params = [
+            (workspace, p, b, m, *derived_values(txn.dialect, p, b, d))
+            for (p, b, m), d in zip(rows, derived, strict=True)
+        ]
         if txn.dialect == "sqlite":
-            return [bool(txn.execute(statement, values)) for values in params]
-        cursor = txn.connection.cursor()
-        cursor.executemany(statement.replace("?", "%s").encode(), params, returning=True)
-        added = []
-        while True:
-            added.append(cursor.fetchone() is not None)
-            if not cursor.nextset():
-                return added
+            ids = [txn.execute(statement, values) for values in params]
+        else:  # the batch's tags counted once below, not by a trigger per row (a hot row updated per tag)
+            txn.execute(_STATEMENTS["postgres"]["tags_counted_later"], ("on",))
+            cursor = txn.connection.cursor()
+            cursor.executemany(statement.replace("?", "%s").encode(), params, returning=True)
+            ids = []
+            while True:
+                row = cursor.fetchone()
+                ids.append([row] if row is not None else [])
+                if not cursor.nextset():
+                    break
+        written = [
+            _Written(int(found[0][0]), p, b, d)
+            for found, (p, b, _), d in zip(ids, rows, derived, strict=True)
+            if found
+        ]
+        self._store_facts(txn, workspace, written)
+        if txn.dialect == "postgres":
+            txn.execute(_STATEMENTS["postgres"]["tags_counted_later"], ("off",))
+            for chunk in _chunks([w.row_id for w in written]):
+                txn.execute(_STATEMENTS["postgres"]["tags_count_added"].format(marks=_marks(chunk)), chunk)
+        return [bool(found) for found in ids]
 
-    def settle_after_bulk_write(self) -> None:
-        """After many rows at once: merge the full-text indexes' pending entries and refresh the
-        planner's statistics, so the next queries neither read a long pending list nor plan with
-        the table's old size."""
+    def settle_after_bulk_write(self, workspace: str) -> None:
+        """After many rows at once: resolve their links (one read of the workspace's keys), merge the
+        full-text indexes' pending entries and refresh the planner's statistics, so the next queries
+        neither read a long pending list nor plan with the tables' old sizes."""
+        with self._ledger.critical_section() as txn:
+            txn.lock_workspace(workspace)
+            self._resolve_dirty(txn, workspace)
         with self._ledger.critical_section() as txn:
             for statement in _SETTLE[txn.dialect]:
                 txn.execute(statement)
@@ -743,6 +1388,23 @@ class SqlNoteStore:
                     (workspace,),
                 )
             ]
+
+    def history_rows(self, workspace: str) -> list[tuple[tuple[Any, ...], str]]:
+        """Every saved version of the workspace (`history.HISTORY_COLUMNS`, and the body), a page per
+        snapshot."""
+        found: list[tuple[tuple[Any, ...], str]] = []
+        after = ""
+        while True:
+            with self._ledger.snapshot() as db:
+                rows = db.execute(
+                    f"SELECT {HISTORY_COLUMNS}, body FROM note_history WHERE workspace = ? AND version_id > ? "
+                    "ORDER BY version_id LIMIT ?",
+                    (workspace, after, DERIVE_BATCH),
+                )
+            found += [(tuple(row[:-1]), str(row[-1])) for row in rows]
+            if len(rows) < DERIVE_BATCH:
+                return found
+            after = rows[-1][0]
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
         """Nothing to recover: every trash change commits or rolls back with its transaction."""

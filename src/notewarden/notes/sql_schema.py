@@ -15,7 +15,7 @@ their short grams, front matter, tags; on PostgreSQL the weighted `tsvector`), w
 | title words all shorter        | GIN on `title_grams` (text[])                | FTS5 `notes_gram_fts` (hex tokens)      |
 | rows another program wrote     | partial index `notes_stale` on the generated `stale` | partial index `notes_stale`     |
 | changed since / before         | `notes_by_modified (workspace, modified_ns)` | the same                                |
-| tags, front-matter properties  | GIN on `tags`, GIN `jsonb_path_ops` on `front_matter` | JSON text (issue 14 adds its tables) |
+| tags, front-matter properties  | step 3's tables (below); step 2's GIN indexes on `tags` and `front_matter` are dropped | the same tables |
 
 The SQLite full-text tables read their text from `notes` (`content='notes'`) and are kept by
 triggers on `notes`, so they follow every writer; only the derived columns wait for notewarden
@@ -27,6 +27,26 @@ and `notewarden import` merges the lists when it is done. PostgreSQL's planner c
 it reads it from the stored column `stale`, whose statistics say how rare it is. Step 2 needs the
 `pg_trgm` extension (trusted: the database owner running `db upgrade` may
 create it).
+
+Step 3 (what notes know, issue 14; `notes.sql` Rule 4): on `notes` the link keys (`name_key`,
+`path_key`), `property_error` and the latest change (`last_change`: created by default, set to
+modified or moved, with `previous`, by the version trigger whoever writes); tables, each row keyed
+by its note's row id (`note_row`) and removed with it by the trigger `notes_forget_facts`, whoever
+deletes:
+
+| table              | what                                                  | indexed for                            |
+|--------------------|-------------------------------------------------------|----------------------------------------|
+| `note_tags`        | folded tags, as written (`name`), and the parents of nested ones (`name` NULL) | a tag's notes (all/any, nested) |
+| `tag_counts`       | notes per tag, kept by triggers on `note_tags`        | `notes_tags` in O(tags shown)          |
+| `note_aliases`     | folded aliases                                        | resolving `[[Alias]]`                   |
+| `note_properties`  | each front-matter value (each item of a list): text or number | equals / in / before / after    |
+| `note_links`       | each link as written, its line of context, name key, resolved `target_row` and how, and its note's id (`source`) | backlinks in order (`target_row, source`); the links a name can reach |
+| `links_dirty`      | name keys whose links must be resolved again (`note_row` 0: every link with it; else that note's) | |
+| `notes_gone`       | a note deleted (by anyone), for `GONE_KEPT_DAYS`      | `notes_recent`                          |
+
+Every row is derived again (`derived_version = NULL`), so an upgraded database fills the tables
+before its next query. Keys compare byte by byte on PostgreSQL (`COLLATE "C"`), so prefix ranges
+mean what they mean in SQLite.
 """
 
 from __future__ import annotations
@@ -178,9 +198,214 @@ _POSTGRES_SEARCH = """
     CREATE INDEX notes_front_matter ON notes USING gin (front_matter jsonb_path_ops) WITH (gin_pending_list_limit = 256);
 """
 
+_NOW_NS = {
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)",
+    "postgres": "(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint",
+}
+GONE_KEPT_DAYS = 90
+"""How long `notes_gone` remembers a note that went (`recent`)."""
+
+_SQLITE_KNOWLEDGE = f"""
+    ALTER TABLE notes DROP COLUMN tags;
+    ALTER TABLE notes ADD COLUMN name_key TEXT;
+    ALTER TABLE notes ADD COLUMN path_key TEXT;
+    ALTER TABLE notes ADD COLUMN property_error TEXT;
+    ALTER TABLE notes ADD COLUMN last_change TEXT DEFAULT 'created';
+    ALTER TABLE notes ADD COLUMN previous TEXT;
+    UPDATE notes SET last_change = 'modified', derived_version = NULL;
+    CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
+    DROP TRIGGER notes_new_version;
+    CREATE TRIGGER notes_new_version AFTER UPDATE OF workspace, path, body ON notes
+    BEGIN
+        UPDATE notes SET version = OLD.version + 1, modified_ns = {_NOW_NS["sqlite"]},
+            last_change = CASE WHEN NEW.path IS OLD.path THEN 'modified' ELSE 'moved' END,
+            previous = CASE WHEN NEW.path IS OLD.path THEN NULL ELSE OLD.path END
+        WHERE id = NEW.id;
+    END;
+    CREATE TABLE note_tags (
+        note_row INTEGER NOT NULL, workspace TEXT NOT NULL, tag TEXT NOT NULL, name TEXT,
+        PRIMARY KEY (note_row, tag)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_tags_by_tag ON note_tags (workspace, tag, note_row);
+    CREATE TABLE tag_counts (
+        workspace TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL, notes INTEGER NOT NULL,
+        PRIMARY KEY (workspace, tag)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER note_tags_counted AFTER INSERT ON note_tags WHEN NEW.name IS NOT NULL BEGIN
+        INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (NEW.workspace, NEW.tag, NEW.name, 1)
+            ON CONFLICT (workspace, tag) DO UPDATE SET notes = notes + 1, name = min(name, excluded.name);
+    END;
+    CREATE TRIGGER note_tags_uncounted AFTER DELETE ON note_tags WHEN OLD.name IS NOT NULL BEGIN
+        UPDATE tag_counts SET notes = notes - 1 WHERE workspace = OLD.workspace AND tag = OLD.tag;
+        DELETE FROM tag_counts WHERE workspace = OLD.workspace AND tag = OLD.tag AND notes <= 0;
+    END;
+    CREATE TABLE note_aliases (
+        note_row INTEGER NOT NULL, workspace TEXT NOT NULL, alias_key TEXT NOT NULL,
+        PRIMARY KEY (note_row, alias_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_aliases_by_key ON note_aliases (workspace, alias_key);
+    CREATE TABLE note_properties (
+        note_row INTEGER NOT NULL, workspace TEXT NOT NULL, name TEXT NOT NULL, value_text TEXT, value_num REAL
+    );
+    CREATE INDEX note_properties_by_note ON note_properties (note_row);
+    CREATE INDEX note_properties_by_text ON note_properties (workspace, name, value_text);
+    CREATE INDEX note_properties_by_number ON note_properties (workspace, name, value_num);
+    CREATE TABLE note_links (
+        note_row INTEGER NOT NULL, seq INTEGER NOT NULL, workspace TEXT NOT NULL, line INTEGER NOT NULL,
+        style TEXT NOT NULL, embed INTEGER NOT NULL, path TEXT NOT NULL, anchor TEXT NOT NULL,
+        written TEXT NOT NULL, context TEXT NOT NULL, name_key TEXT NOT NULL, target_row INTEGER, via TEXT,
+        source TEXT NOT NULL, PRIMARY KEY (note_row, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_links_by_target ON note_links (target_row, source, seq);
+    CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
+    CREATE TABLE links_dirty (
+        workspace TEXT NOT NULL, name_key TEXT NOT NULL, note_row INTEGER NOT NULL,
+        PRIMARY KEY (workspace, name_key, note_row)
+    ) WITHOUT ROWID;
+    CREATE TABLE notes_gone (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, gone_ns INTEGER NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX notes_gone_by_time ON notes_gone (workspace, gone_ns);
+    CREATE TRIGGER notes_forget_facts AFTER DELETE ON notes BEGIN
+        INSERT OR IGNORE INTO links_dirty (workspace, name_key, note_row)
+            SELECT OLD.workspace, OLD.name_key, 0 WHERE OLD.name_key IS NOT NULL
+            UNION SELECT workspace, alias_key, 0 FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_tags WHERE note_row = OLD.id;
+        DELETE FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_links WHERE note_row = OLD.id;
+        DELETE FROM note_properties WHERE note_row = OLD.id;
+        INSERT OR REPLACE INTO notes_gone (workspace, path, title, gone_ns)
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["sqlite"]});
+        DELETE FROM notes_gone WHERE workspace = OLD.workspace
+            AND gone_ns < {_NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
+    END;
+    CREATE TRIGGER notes_back AFTER INSERT ON notes BEGIN
+        DELETE FROM notes_gone WHERE workspace = NEW.workspace AND path = NEW.path;
+    END;
+"""
+
+_POSTGRES_KNOWLEDGE = f"""
+    DROP INDEX notes_by_tag;
+    DROP INDEX notes_front_matter;
+    ALTER TABLE notes
+        DROP COLUMN tags,
+        ADD COLUMN name_key text COLLATE "C",
+        ADD COLUMN path_key text COLLATE "C",
+        ADD COLUMN property_error text,
+        ADD COLUMN last_change text DEFAULT 'created',
+        ADD COLUMN previous text;
+    UPDATE notes SET last_change = 'modified', derived_version = NULL;
+    CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
+    CREATE OR REPLACE FUNCTION notes_new_version() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.version := OLD.version + 1;
+        NEW.modified_ns := {_NOW_NS["postgres"]};
+        IF NEW.path IS DISTINCT FROM OLD.path THEN
+            NEW.last_change := 'moved';
+            NEW.previous := OLD.path;
+        ELSE
+            NEW.last_change := 'modified';
+            NEW.previous := NULL;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TABLE note_tags (
+        note_row bigint NOT NULL, workspace text NOT NULL, tag text COLLATE "C" NOT NULL,
+        name text COLLATE "C", PRIMARY KEY (note_row, tag)
+    );
+    CREATE INDEX note_tags_by_tag ON note_tags (workspace, tag, note_row);
+    CREATE TABLE tag_counts (
+        workspace text NOT NULL, tag text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL,
+        notes bigint NOT NULL, PRIMARY KEY (workspace, tag)
+    );
+    CREATE FUNCTION note_tags_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF current_setting('notewarden.tags_counted_later', true) = 'on' THEN
+            RETURN NULL;  -- a bulk insert counts its rows' tags once (notes.sql add_rows)
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (NEW.workspace, NEW.tag, NEW.name, 1)
+                ON CONFLICT (workspace, tag) DO UPDATE
+                SET notes = tag_counts.notes + 1, name = least(tag_counts.name, excluded.name);
+            RETURN NEW;
+        END IF;
+        UPDATE tag_counts SET notes = notes - 1 WHERE workspace = OLD.workspace AND tag = OLD.tag;
+        DELETE FROM tag_counts WHERE workspace = OLD.workspace AND tag = OLD.tag AND notes <= 0;
+        RETURN OLD;
+    END $$;
+    CREATE TRIGGER note_tags_counted AFTER INSERT ON note_tags FOR EACH ROW WHEN (NEW.name IS NOT NULL)
+        EXECUTE FUNCTION note_tags_counted();
+    CREATE TRIGGER note_tags_uncounted AFTER DELETE ON note_tags FOR EACH ROW WHEN (OLD.name IS NOT NULL)
+        EXECUTE FUNCTION note_tags_counted();
+    CREATE TABLE note_aliases (
+        note_row bigint NOT NULL, workspace text NOT NULL, alias_key text COLLATE "C" NOT NULL,
+        PRIMARY KEY (note_row, alias_key)
+    );
+    CREATE INDEX note_aliases_by_key ON note_aliases (workspace, alias_key);
+    CREATE TABLE note_properties (
+        note_row bigint NOT NULL, workspace text NOT NULL, name text NOT NULL, value_text text COLLATE "C",
+        value_num double precision
+    );
+    CREATE INDEX note_properties_by_note ON note_properties (note_row);
+    CREATE INDEX note_properties_by_text ON note_properties (workspace, name, value_text);
+    CREATE INDEX note_properties_by_number ON note_properties (workspace, name, value_num);
+    CREATE TABLE note_links (
+        note_row bigint NOT NULL, seq integer NOT NULL, workspace text NOT NULL, line integer NOT NULL,
+        style text NOT NULL, embed boolean NOT NULL, path text NOT NULL, anchor text NOT NULL,
+        written text NOT NULL, context text NOT NULL, name_key text COLLATE "C" NOT NULL, target_row bigint,
+        via text, source text COLLATE "C" NOT NULL, PRIMARY KEY (note_row, seq)
+    );
+    CREATE INDEX note_links_by_target ON note_links (target_row, source, seq);
+    CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
+    CREATE TABLE links_dirty (
+        workspace text NOT NULL, name_key text COLLATE "C" NOT NULL, note_row bigint NOT NULL,
+        PRIMARY KEY (workspace, name_key, note_row)
+    );
+    CREATE TABLE notes_gone (
+        workspace text NOT NULL, path text COLLATE "C" NOT NULL, title text NOT NULL, gone_ns bigint NOT NULL,
+        PRIMARY KEY (workspace, path)
+    );
+    CREATE INDEX notes_gone_by_time ON notes_gone (workspace, gone_ns);
+    CREATE FUNCTION notes_forget_facts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO links_dirty (workspace, name_key, note_row)
+            SELECT OLD.workspace, OLD.name_key, 0 WHERE OLD.name_key IS NOT NULL
+            UNION SELECT workspace, alias_key, 0 FROM note_aliases WHERE note_row = OLD.id
+            ON CONFLICT DO NOTHING;
+        DELETE FROM note_tags WHERE note_row = OLD.id;
+        DELETE FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_links WHERE note_row = OLD.id;
+        DELETE FROM note_properties WHERE note_row = OLD.id;
+        INSERT INTO notes_gone (workspace, path, title, gone_ns)
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["postgres"]})
+            ON CONFLICT (workspace, path) DO UPDATE SET title = excluded.title, gone_ns = excluded.gone_ns;
+        DELETE FROM notes_gone WHERE workspace = OLD.workspace
+            AND gone_ns < {_NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
+        RETURN OLD;
+    END $$;
+    CREATE TRIGGER notes_forget_facts AFTER DELETE ON notes FOR EACH ROW EXECUTE FUNCTION notes_forget_facts();
+    CREATE FUNCTION notes_back() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM notes_gone WHERE workspace = NEW.workspace AND path = NEW.path;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER notes_back AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION notes_back();
+"""
+
 SQL_STORE_SCHEMA = SchemaComponent(
     "sql_store",
-    tables=("notes", "notes_trash"),
-    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH),
-    postgres=(_POSTGRES_SEED, _POSTGRES_SEARCH),
+    tables=(
+        "notes",
+        "notes_trash",
+        "note_tags",
+        "tag_counts",
+        "note_aliases",
+        "note_properties",
+        "note_links",
+        "links_dirty",
+        "notes_gone",
+    ),
+    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH, _SQLITE_KNOWLEDGE),
+    postgres=(_POSTGRES_SEED, _POSTGRES_SEARCH, _POSTGRES_KNOWLEDGE),
 )

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
+from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, content_version
 from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
@@ -37,7 +38,7 @@ from notewarden.scope.uri import FileUri
 __all__ = [
     "MERGE_ATTEMPTS",
     "LinkView",
-    "NotSupportedOnStore",
+    "Moved",
     "NoteChange",
     "NoteContent",
     "NoteFilter",
@@ -45,6 +46,7 @@ __all__ = [
     "NoteStore",
     "ProgressSink",
     "PropertyTest",
+    "Relinked",
     "Rewrite",
     "Rewritten",
     "SearchHit",
@@ -179,14 +181,22 @@ class NoteChange:
     previous: str | None = None
 
 
-class NotSupportedOnStore(Exception):
-    """The configured note store does not offer this yet; the files store does."""
+@dataclass(frozen=True, slots=True)
+class Relinked:
+    """A note whose links a move rewrote (`links` Rule 3), or in a dry run would rewrite."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"{what} is not yet supported by this server's note store ([storage] notes = sqlite or postgres); "
-            "the files store (notes = files) offers it"
-        )
+    note_id: str
+    """Its id after the move (the moved note's is the new one)."""
+    rewrites: tuple[links.Rewrite, ...]
+    saved: HistoryEntry | None = None
+    """Where its content before the rewrite was saved (None in a dry run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    note: Note
+    """The note at its new id (in a dry run: as it is, not moved)."""
+    relinked: tuple[Relinked, ...] = ()
 
 
 class VersionConflict(Exception):
@@ -355,8 +365,22 @@ class NoteStore(Protocol):
         """Delete these saved versions for good; returns how many."""
         ...
 
-    def move_note(self, scope: WorkspaceScope, note_id: str, new_id: str) -> Note:
-        """Rename inside the workspace, never replacing (`fsroot.NoteExists`)."""
+    def move_note(
+        self,
+        scope: WorkspaceScope,
+        note_id: str,
+        new_id: str,
+        *,
+        relink: Change | None = None,
+        dry_run: bool = False,
+        progress: ProgressSink | None = None,
+    ) -> Moved:
+        """Rename inside the workspace, never replacing (`fsroot.NoteExists`). With `relink`, every
+        link whose target the move would change, in any note of the workspace, is rewritten to open
+        the same note afterwards (`links.rewrite_for_move`), each rewritten note's content kept in its
+        history under `relink`: all of it or none of it. A linking note another writer changes during
+        the move is read again and rewritten on its new content (at most `MERGE_ATTEMPTS` times, then
+        `VersionConflict` and nothing is written). `dry_run`: what would be rewritten; nothing is."""
         ...
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> Sequence[TrashedNote]:

@@ -87,6 +87,7 @@ from typing import Final
 
 __all__ = [
     "HISTORY_DIR_NAME",
+    "MOVE_JOURNAL_NAME",
     "NOTE_SUFFIXES",
     "SKIPPED_OTHER_FILESYSTEM",
     "SKIPPED_SYMLINK",
@@ -119,6 +120,13 @@ TRASH_OWNER_NAME: Final = "~owner"
 """In the trash directory: which ledger owns this trash (`notes.ownership`); a record, like the journal."""
 HISTORY_DIR_NAME: Final = ".notewarden-history"
 """Saved versions of notes, one file per version (``notes.history``), named like trash entries."""
+MOVE_JOURNAL_NAME: Final = "~move"
+"""In the history directory: the journal of a move that rewrites links (``notes.files``), a record."""
+_RECORDS: Final = {
+    TRASH_JOURNAL_NAME: TRASH_DIR_NAME,
+    TRASH_OWNER_NAME: TRASH_DIR_NAME,
+    MOVE_JOURNAL_NAME: HISTORY_DIR_NAME,
+}
 NOTE_SUFFIXES: Final = (".md", ".markdown")
 TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
@@ -274,9 +282,12 @@ def split_relative(path: str) -> tuple[str, ...]:
     return parts
 
 
-def _check_record_name(name: str) -> None:
-    if name not in (TRASH_JOURNAL_NAME, TRASH_OWNER_NAME):
-        raise PathRejected(f"{name!r} is not a trash record")
+def _record_directory(name: str) -> str:
+    """The service directory a record (a ``~`` name) lives in."""
+    directory = _RECORDS.get(name)
+    if directory is None:
+        raise PathRejected(f"{name!r} is not a record of the trash or the history")
+    return directory
 
 
 def _check_trash_name(name: str) -> str:
@@ -862,13 +873,17 @@ class WorkspaceRoot:
         except OSError:
             pass
 
-    def replace_note(self, path: str, data: bytes, *, expected: FileIdentity) -> FileIdentity:
+    def replace_note(
+        self, path: str, data: bytes, *, expected: FileIdentity, temp_name: str | None = None
+    ) -> FileIdentity:
         """Replace a note's content if it is still ``expected`` (optimistic concurrency).
 
         The new content is written to an O_EXCL temp file and fsynced, then swapped in with
         RENAME_EXCHANGE; the displaced entry is checked against ``expected`` and swapped back on
         mismatch, so no other writer's version is lost. Without RENAME_EXCHANGE the check runs just
         before a plain renameat, leaving a window in which a concurrent write can be overwritten.
+        ``temp_name`` (from ``new_temp_name``) names the temp file, so that a journal written before
+        can tell recovery which leftover to remove (``discard_temp``).
         """
         parts = split_relative(path)
         name = parts[-1]
@@ -877,7 +892,7 @@ class WorkspaceRoot:
             st = self._lstat_leaf(pfd, name, path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
-            tmp, tst = self._write_temp(pfd, data, stat.S_IMODE(st.st_mode) & 0o777, path)
+            tmp, tst = self._write_temp(pfd, data, stat.S_IMODE(st.st_mode) & 0o777, path, temp_name)
             try:
                 self._swap_in(pfd, tmp, name, expected, path)
             except BaseException:
@@ -888,9 +903,34 @@ class WorkspaceRoot:
         finally:
             os.close(pfd)
 
-    def _write_temp(self, pfd: int, data: bytes, mode: int, display: str) -> tuple[str, os.stat_result]:
+    @staticmethod
+    def new_temp_name() -> str:
+        return TMP_PREFIX + secrets.token_hex(8)
+
+    def discard_temp(self, path: str, temp_name: str) -> None:
+        """Remove a temp file ``replace_note`` left beside ``path`` (a crash between its steps);
+        nothing when there is none."""
+        if not re.fullmatch(re.escape(TMP_PREFIX) + "[0-9a-f]{16}", temp_name):
+            raise PathRejected(f"{temp_name!r} is not a temp name of notewarden")
+        parts = split_relative(path)
+        try:
+            pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        except NoteMissing:
+            return
+        try:
+            os.unlink(temp_name, dir_fd=pfd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _generic(path, exc) from exc
+        finally:
+            os.close(pfd)
+
+    def _write_temp(
+        self, pfd: int, data: bytes, mode: int, display: str, name: str | None = None
+    ) -> tuple[str, os.stat_result]:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
-        tmp = TMP_PREFIX + secrets.token_hex(8)
+        tmp = name or self.new_temp_name()
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=pfd)
         except OSError as exc:
@@ -1125,7 +1165,7 @@ class WorkspaceRoot:
 
     def read_trash_journal(self, max_bytes: int) -> bytes:
         """The intent journal's first ``max_bytes`` (empty when there is no trash or no journal)."""
-        return self.read_trash_record(TRASH_JOURNAL_NAME, max_bytes) or b""
+        return self.read_record(TRASH_JOURNAL_NAME, max_bytes) or b""
 
     def reset_trash_journal(self, keep: bytes = b"") -> None:
         """Empty the intent journal once recovery has dealt with its lines, but for ``keep``."""
@@ -1139,8 +1179,8 @@ class WorkspaceRoot:
         finally:
             os.close(fd)
 
-    def read_trash_record(self, name: str, max_bytes: int) -> bytes | None:
-        """The first ``max_bytes`` of a trash record (a ``~`` name), or None when it does not exist."""
+    def read_record(self, name: str, max_bytes: int) -> bytes | None:
+        """The first ``max_bytes`` of a record (a ``~`` name), or None when it does not exist."""
         fd = self._open_record(name, os.O_RDONLY)
         if fd is None:
             return None
@@ -1149,12 +1189,12 @@ class WorkspaceRoot:
         finally:
             os.close(fd)
 
-    def write_trash_record(self, name: str, data: bytes, *, replace: bool) -> bool:
-        """Write a whole trash record, fsynced, creating the trash if needed. ``replace=False`` creates
+    def write_record(self, name: str, data: bytes, *, replace: bool) -> bool:
+        """Write a whole record, fsynced, creating its directory if needed. ``replace=False`` creates
         it only if it does not exist (False when it did: another process was first); ``replace=True``
         renames the new content over the old. Readers see the old record or the new one, never a part."""
-        _check_record_name(name)
-        tfd = self._open_trash(create=True)
+        directory = _record_directory(name)
+        tfd = self._open_private_dir(directory, directory, create=True)
         try:
             tmp = f"{name}{TMP_PREFIX}{secrets.token_hex(6)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _JOURNAL_OPEN, 0o600, dir_fd=tfd)
@@ -1176,17 +1216,35 @@ class WorkspaceRoot:
                     os.unlink(tmp, dir_fd=tfd)
                 _fsync_dir(tfd)
         except OSError as exc:
-            raise _generic(f"trash record {name!r}", exc) from exc
+            raise _generic(f"record {name!r}", exc) from exc
         finally:
             os.close(tfd)
 
-    def _open_record(self, name: str, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
-        """A trash record (the journal, the owner marker), opened beneath the trash fd and checked to
-        be a regular file of the service; None when there is no trash or no such record and ``create``
-        is false. A record this call creates has its directory entry fsynced when ``sync``."""
-        _check_record_name(name)
+    def remove_record(self, name: str) -> None:
+        """Delete a record (fsynced); nothing when it does not exist."""
+        directory = _record_directory(name)
         try:
-            tfd = self._open_trash(create=create)
+            dfd = self._open_private_dir(directory, directory, create=False)
+        except NoteMissing:
+            return
+        try:
+            os.unlink(name, dir_fd=dfd)
+            _fsync_dir(dfd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _generic(f"record {name!r}", exc) from exc
+        finally:
+            os.close(dfd)
+
+    def _open_record(self, name: str, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
+        """A record (the trash's journal and owner marker, the history's move journal), opened beneath
+        its directory's fd and checked to be a regular file of the service; None when there is no such
+        directory or record and ``create`` is false. A record this call creates has its directory entry
+        fsynced when ``sync``."""
+        directory = _record_directory(name)
+        try:
+            tfd = self._open_private_dir(directory, directory, create=create)
         except NoteMissing:
             if create:
                 raise
@@ -1203,18 +1261,14 @@ class WorkspaceRoot:
                     _fsync_dir(tfd)
             except OSError as exc:
                 if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a directory
-                    raise NotARegularFile(
-                        f"trash record {name!r}: is not a regular file; move it away"
-                    ) from exc
-                raise self._classify_step(tfd, name, exc, f"trash record {name!r}") from exc
+                    raise NotARegularFile(f"record {name!r}: is not a regular file; move it away") from exc
+                raise self._classify_step(tfd, name, exc, f"record {name!r}") from exc
         finally:
             os.close(tfd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
             os.close(fd)
-            raise NotARegularFile(
-                f"trash record {name!r}: is not a regular file of the service; move it away"
-            )
+            raise NotARegularFile(f"record {name!r}: is not a regular file of the service; move it away")
         return fd
 
     def read_trash_file(self, trash_name: str, max_bytes: int) -> bytes:

@@ -15,16 +15,23 @@
 * `notes_create` never replaces a file (O_EXCL); `notes_move` never replaces one either
   (RENAME_NOREPLACE) and stays inside the workspace: both paths are note ids, contained by the
   same rules as every other path.
+* `notes_move` rewrites every link the move would break, in every note of the workspace (`links`
+  Rule 3), all or none (`NoteStore.move_note`); each rewritten note's previous content is in its
+  history (`previousVersionId`). `dryRun` lists what would be rewritten and writes nothing.
+  `updateLinks: false` moves the note alone. Undo: `notes_revert` each rewritten note to its
+  `previousVersionId`, then move the note back with `updateLinks: false` (every byte as before).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
 
+from notewarden.display import visible
 from notewarden.notes.editing import Edit, EditError, apply_edits, edit_summary, parse_edits
 from notewarden.notes.history import Change
 from notewarden.notes.model import compose_note, content_version
@@ -32,7 +39,7 @@ from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
 from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.notes_knowledge import similar_notes, similar_notice
+from notewarden.tools.notes_knowledge import similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import (
@@ -41,6 +48,8 @@ from notewarden.tools.results import (
     WORKSPACE_URI,
     complete,
     note_object,
+    note_uri,
+    progress_sink,
     require_note_path,
 )
 
@@ -50,6 +59,8 @@ MAX_BODY_CHARS = 1_000_000
 MAX_EDITED_BYTES = 8 * 1024 * 1024
 """What a note may grow to by edits: as much as the stores read back."""
 MAX_EDITS = 50
+REWRITES_SHOWN = 20
+"""A rewritten note lists at most this many of its rewritten links (all are counted)."""
 BODY: dict[str, Any] = {"type": "string", "maxLength": MAX_BODY_CHARS}
 EXPECTED_VERSION: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128}
 SIDE: dict[str, Any] = {
@@ -201,7 +212,9 @@ class EditTools:
         text = compose_note(call.arguments["title"], call.arguments["body"])
         if text is None:
             raise ToolFailure("invalid_arguments", "title cannot be written so that it reads back unchanged")
-        similar = await anyio.to_thread.run_sync(similar_notes, self.services, scope, call.arguments["title"])
+        similar = await anyio.to_thread.run_sync(
+            self.services.store.similar_titles, scope, call.arguments["title"]
+        )
         content = await anyio.to_thread.run_sync(self.services.store.create_note, scope, path, text.encode())
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
@@ -260,8 +273,48 @@ class EditTools:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
         note_id = call.arguments["noteId"]
         new_path = require_note_path(call.arguments["newPath"], "newPath")
-        note = await anyio.to_thread.run_sync(self.services.store.move_note, scope, note_id, new_path)
-        return complete({"workspaceUri": str(scope.uri), "from": note_id, "note": note_object(scope, note)})
+        dry_run = call.arguments.get("dryRun", False)
+        relink = None
+        if call.arguments.get("updateLinks", True):
+            relink = Change(call.principal, "notes_move", f"links to {note_id} now open it at {new_path}")
+        try:
+            async with progress_sink(call.report_progress) as progress:
+                move = functools.partial(
+                    self.services.store.move_note,
+                    scope,
+                    note_id,
+                    new_path,
+                    relink=relink,
+                    dry_run=dry_run,
+                    progress=progress,
+                )
+                moved = await anyio.to_thread.run_sync(move)
+        except VersionConflict as exc:
+            raise version_conflict(exc) from None
+        rewritten = []
+        for note in moved.relinked:
+            shown: dict[str, Any] = {
+                "id": note.note_id,
+                "uri": note_uri(scope, note.note_id),
+                "linksRewritten": len(note.rewrites),
+                "links": [
+                    {"line": r.line, "before": visible(r.old), "after": visible(r.new)}
+                    for r in note.rewrites[:REWRITES_SHOWN]
+                ],
+            }
+            if note.saved is not None:
+                shown["previousVersionId"] = note.saved.version_id
+            rewritten.append(shown)
+        return complete(
+            {
+                "workspaceUri": str(scope.uri),
+                "from": note_id,
+                "to": new_path,
+                "dryRun": dry_run,
+                "note": note_object(scope, moved.note),
+                "rewritten": rewritten,
+            }
+        )
 
 
 def _tool(
@@ -350,24 +403,64 @@ def notes_update(services: Services) -> ToolDef:
     )
 
 
+REWRITTEN_NOTE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "The note's id (after the move, for the moved note itself)."},
+        "uri": {"type": "string"},
+        "linksRewritten": {"type": "integer", "minimum": 1},
+        "links": {
+            "type": "array",
+            "description": f"The rewritten links, at most {REWRITES_SHOWN}, as shown to a person.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "line": {"type": "integer", "minimum": 1},
+                    "before": {"type": "string"},
+                    "after": {"type": "string"},
+                },
+                "required": ["line", "before", "after"],
+            },
+        },
+        "previousVersionId": RECEIPT["previousVersionId"],
+    },
+    "required": ["id", "uri", "linksRewritten", "links"],
+}
+
+
 def notes_move(services: Services) -> ToolDef:
     return ToolDef(
         tool=_tool(
             "notes_move",
             "Move a note",
             "Rename or move a note to newPath inside the same workspace (missing folders are made). "
-            "Never replaces an existing file.",
+            "Never replaces an existing file. Every [[wiki]] and Markdown link that would break is "
+            "rewritten in every note of the workspace, keeping its form, heading, block and display text, "
+            "all or none; each rewritten note's previous content is kept (previousVersionId: notes_revert "
+            "undoes it). dryRun: true lists the notes and links it would rewrite and changes nothing; "
+            "updateLinks: false moves the note alone.",
             _schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
                     "newPath": {**NOTE_ID, "description": "The new id, ending in .md or .markdown."},
+                    "dryRun": {"type": "boolean", "description": "List what would change; change nothing."},
+                    "updateLinks": {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "Rewrite the links to the note (default true).",
+                    },
                 },
                 ["workspaceUri", "noteId", "newPath"],
             ),
-            _output(note=NOTE_OBJECT, **{"from": {"type": "string"}}),
+            _output(
+                note=NOTE_OBJECT,
+                dryRun={"type": "boolean"},
+                rewritten={"type": "array", "items": REWRITTEN_NOTE},
+                **{"from": {"type": "string"}, "to": {"type": "string"}},
+            ),
             read_only_hint=False,
-            destructive_hint=False,
+            destructive_hint=True,
             idempotent_hint=False,
         ),
         handler=EditTools(services).move,

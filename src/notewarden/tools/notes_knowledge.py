@@ -12,8 +12,7 @@
   file's mtime.
 
 Lines of note text shown to a person (a backlink's context) go through `display.visible`.
-Read-only, like every read they are authorized and contained by the `workspaceUri` path; on a
-store without an index of tags and links they answer `not_supported` (`store.NotSupportedOnStore`).
+Read-only, like every read they are authorized and contained by the `workspaceUri` path.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import mcp_types as types
 from notewarden.display import visible
 from notewarden.notes.markdown import tag_key
 from notewarden.notes.model import Note
-from notewarden.notes.store import LinkView, NotSupportedOnStore
+from notewarden.notes.store import LinkView
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_search import instant_ns
@@ -47,7 +46,7 @@ from notewarden.tools.results import (
     note_uri,
 )
 
-__all__ = ["notes_links", "notes_recent", "notes_tags", "similar_notes"]
+__all__ = ["notes_links", "notes_recent", "notes_tags", "similar_notice"]
 
 TAGS_DEFAULT, TAGS_MAX = 100, 500
 BACKLINKS_DEFAULT, BACKLINKS_MAX = 50, 200
@@ -227,14 +226,6 @@ class KnowledgeTools:
                 item["uri"] = note_uri(scope, change.note_id)
             shown.append(item)
         return complete({"workspaceUri": str(scope.uri), "changes": shown})
-
-
-def similar_notes(services: Services, scope: WorkspaceScope, title: str) -> list[Note]:
-    """Notes titled `title` or nearly (for `notes_create`'s notice); none on a store that cannot tell."""
-    try:
-        return list(services.store.similar_titles(scope, title))
-    except NotSupportedOnStore:
-        return []
 
 
 def similar_notice(notes: Sequence[Note]) -> str:

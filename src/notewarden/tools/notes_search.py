@@ -32,14 +32,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from notewarden.notes.model import search_terms
-from notewarden.notes.store import (
-    NoteFilter,
-    NotSupportedOnStore,
-    ProgressSink,
-    PropertyTest,
-    SearchHit,
-    SearchMatch,
-)
+from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, SearchHit, SearchMatch
 from notewarden.scope.fsroot import PathRejected, split_relative
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
@@ -250,20 +243,15 @@ class SearchTool:
             for current in range(phase, last_phase + 1):
                 want = limit + 1 - len(hits)
                 start = after if current == phase else None
-                try:
-                    found = store.search(
-                        scope,
-                        terms,
-                        after=start,
-                        limit=want,
-                        progress=sink,
-                        match=_PHASES[current],
-                        filters=filters,
-                    )
-                except NotSupportedOnStore:
-                    if current == 0:
-                        raise
-                    break  # this store has no ranked fallback yet: the strict hits stand alone
+                found = store.search(
+                    scope,
+                    terms,
+                    after=start,
+                    limit=want,
+                    progress=sink,
+                    match=_PHASES[current],
+                    filters=filters,
+                )
                 hits += [(current, h) for h in found]
                 if len(hits) > limit:
                     break

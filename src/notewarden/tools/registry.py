@@ -37,7 +37,6 @@ from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
-from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope import fsroot
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 
@@ -77,7 +76,6 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
-    NotSupportedOnStore: "not_supported",
     fsroot.WorkspaceMoved: "workspace_moved",
     fsroot.IdentityMismatch: "note_changed",
     fsroot.NoteMissing: "note_missing",

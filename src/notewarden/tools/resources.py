@@ -35,7 +35,6 @@ from mcp_types import INVALID_PARAMS
 
 from notewarden.display import visible
 from notewarden.notes.model import Note
-from notewarden.notes.store import NotSupportedOnStore
 from notewarden.scope.fsroot import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
 from notewarden.services import Services
@@ -172,12 +171,9 @@ class NoteResources:
             scope = self.services.grants.authorize_workspace(principal, workspace)
         except (ScopeError, AuthorizationError) as exc:
             raise _invalid(workspace, str(exc)) from None
-        try:
-            ids, more = await anyio.to_thread.run_sync(
-                functools.partial(self.services.store.complete_ids, scope, value, limit=COMPLETION_MAX)
-            )
-        except NotSupportedOnStore as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        ids, more = await anyio.to_thread.run_sync(
+            functools.partial(self.services.store.complete_ids, scope, value, limit=COMPLETION_MAX)
+        )
         return _completion(list(ids), more)
 
     async def read_resource(
