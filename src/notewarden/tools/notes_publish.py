@@ -64,8 +64,7 @@ from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
-from notewarden.publish.ledger_connections import ConnectionStore
+from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
@@ -225,7 +224,7 @@ class PublishTool:
         self.services = services
 
     @property
-    def connections(self) -> ConnectionStore:
+    def connections(self) -> Connections:
         if self.services.connections is None:
             raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
         return self.services.connections
@@ -425,7 +424,7 @@ class PublishTool:
         with self.services.ledger.critical_section() as txn:
             if not txn.claim_confirmation(claim):
                 raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-            self.connections.abandon(state.connection_id, call.principal)
+            self.connections.abandon(state.connection_id, call.principal, txn)
             txn.record_receipt(
                 state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
             )
