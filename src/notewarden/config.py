@@ -4,11 +4,9 @@ Everything that decides who may touch what comes from here and from the caller's
 credentials, never from anything a client says. The file is validated as a whole when
 loaded; an error names the key, what was wrong and what is allowed.
 
-Rule 1: each table is a pydantic dataclass with `extra="forbid"`, checked on its own so that an
-error names it: an unknown key names the key, the table and the allowed keys; a wrong value names
-the key, what is allowed (the field's description, or its validator's words) and what was given:
-a number or a boolean as such, a string only as "a string" (a token or a password may sit under
-the wrong key). Validators that quote a value do so only where it cannot be a secret.
+Rule 1: each table is a pydantic dataclass checked as `toml_tables` Rule 1 says: an unknown key
+names the key, the table and the allowed keys; a wrong value names the key, what is allowed and
+what was given, never a string that could be a secret.
 Rule 2: the rules that span tables (a grant names a configured workspace, a token hash or an OAuth
 subject names one principal, the note store and the ledger pair up) are checked in `parse_config`.
 Rule 3: config sits above scope: it uses scope's URI grammar and note-path rules, and scope reads
@@ -71,32 +69,41 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
-    ConfigDict,
     Field,
     PlainValidator,
-    Strict,
     StrictBool,
     StrictInt,
     StrictStr,
-    TypeAdapter,
-    ValidationError,
 )
 from pydantic.dataclasses import dataclass as table
 
 from notewarden.ledger import DURABILITY_LEVELS, Durability
 from notewarden.notes.daily import DEFAULT_FORMAT, DailyNotes, format_moment
 from notewarden.notes.history import Retention
-from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
+from notewarden.publish.config import PublishSettings, parse_publish
 from notewarden.scope.fsroot import PathRejected, split_relative
 from notewarden.scope.uri import FileUri, parse_file_uri
+from notewarden.toml_tables import (
+    FORBID,
+    ConfigError,
+    Seconds,
+    String,
+    Table,
+    Tables,
+    Text,
+    Texts,
+    between,
+    must,
+    one_of,
+    validate_table,
+)
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -117,34 +124,6 @@ DATABASE_URL_ENV = "NOTEWARDEN_DATABASE_URL"
 _PRINCIPAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _NOT_A_HASH = "entries must be 64 lowercase hex digits (the SHA-256 of a token, never the token)"
-_FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-"""Every table: an unknown key is an error (Rule 1), never ignored."""
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key and the fix."""
-
-
-def _must(test: Callable[[Any], object], problem: Callable[[Any], str]) -> Callable[[Any], Any]:
-    """A validator: the value if `test(value)`, else a ValueError saying `problem(value)`."""
-
-    def check(value: Any) -> Any:
-        if not test(value):
-            raise ValueError(problem(value))
-        return value
-
-    return check
-
-
-def _one_of(choices: tuple[str, ...], problem: str) -> BeforeValidator:
-    """One of `choices`, else "<the value> <problem>" (a choice is never a secret)."""
-    return BeforeValidator(
-        _must(lambda value: isinstance(value, str) and value in choices, lambda v: f"{v!r} {problem}")
-    )
-
-
-def _between(low: float, high: float, what: str = "a number") -> Any:
-    return Field(ge=low, le=high, description=f"{what} between {low:g} and {high:g}")
 
 
 def _file_uri(value: object) -> FileUri:
@@ -158,39 +137,33 @@ def _http_url(value: str) -> str:
     return value
 
 
-String = Annotated[StrictStr, Field(description="a string")]
-Text = Annotated[StrictStr, Field(min_length=1, description="a non-empty string")]
-Texts = Annotated[tuple[Text, ...], Field(description="a list of non-empty strings")]
-Seconds = Annotated[float, Strict()]  # an int or a float, never a bool or a string
 AbsolutePath = Annotated[
     Path,
-    AfterValidator(_must(Path.is_absolute, lambda path: f"{str(path)!r} must be an absolute path")),
+    AfterValidator(must(Path.is_absolute, lambda path: f"{str(path)!r} must be an absolute path")),
     Field(description="an absolute path"),
 ]
 WebUrl = Annotated[StrictStr, AfterValidator(_http_url), Field(description="an http(s) URL")]
 Uri = Annotated[FileUri, PlainValidator(_file_uri), Field(description="a file:/// URI")]
-Table = Annotated[dict[str, Any] | None, Field(description="a table")]
-Tables = Annotated[tuple[dict[str, Any], ...], Field(description="an array of tables")]
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class PrincipalConfig:
     id: Annotated[
         StrictStr,
         AfterValidator(
-            _must(_PRINCIPAL_ID.fullmatch, lambda pid: f"{pid!r} must match {_PRINCIPAL_ID.pattern}")
+            must(_PRINCIPAL_ID.fullmatch, lambda pid: f"{pid!r} must match {_PRINCIPAL_ID.pattern}")
         ),
         Field(description="a principal name"),
     ]
     workspaces: Annotated[tuple[Uri, ...], Field(description="a list of workspace URIs")]
     token_sha256: Annotated[
-        frozenset[Annotated[StrictStr, AfterValidator(_must(_SHA256_HEX.fullmatch, lambda _: _NOT_A_HASH))]],
+        frozenset[Annotated[StrictStr, AfterValidator(must(_SHA256_HEX.fullmatch, lambda _: _NOT_A_HASH))]],
         Field(description="a list of SHA-256 hex digests of tokens"),
     ] = frozenset()
     oauth_subjects: Annotated[frozenset[Text], Field(description="a list of non-empty strings")] = frozenset()
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class HttpSettings:
     host: Text = "127.0.0.1"
     port: Annotated[StrictInt, Field(ge=0, le=65535, description="an integer 0-65535")] = 8765
@@ -207,25 +180,25 @@ _DURABILITIES = (
 )
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class StorageSettings:
     """Where notes and confirmations live. A SQL note store shares the ledger's database, so that a
     delete and its claim are one transaction: notes "sqlite" needs ledger "sqlite", "postgres" needs
     "postgres"; the files store works with either ledger."""
 
     notes: Annotated[
-        str, _one_of(tuple(_NOTE_STORES), "is not a note store; use one of files, sqlite, postgres")
+        str, one_of(tuple(_NOTE_STORES), "is not a note store; use one of files, sqlite, postgres")
     ] = "files"
-    ledger: Annotated[str, _one_of(("sqlite", "postgres"), "is not a ledger; use sqlite or postgres")] = (
+    ledger: Annotated[str, one_of(("sqlite", "postgres"), "is not a ledger; use sqlite or postgres")] = (
         "sqlite"
     )
     database_url: Text | None = Field(default=None, repr=False, description="a PostgreSQL URL")  # a secret
-    durability: Annotated[Durability, _one_of(DURABILITY_LEVELS, f"is not a durability; {_DURABILITIES}")] = (
+    durability: Annotated[Durability, one_of(DURABILITY_LEVELS, f"is not a durability; {_DURABILITIES}")] = (
         "normal"
     )
-    pool_size: Annotated[StrictInt, _between(1, 1000, "an integer")] = 8
-    connect_timeout_seconds: Annotated[Seconds, _between(0.5, 600)] = 5.0
-    statement_timeout_seconds: Annotated[Seconds, _between(1, 3600)] = 30.0
+    pool_size: Annotated[StrictInt, between(1, 1000, "an integer")] = 8
+    connect_timeout_seconds: Annotated[Seconds, between(0.5, 600)] = 5.0
+    statement_timeout_seconds: Annotated[Seconds, between(1, 3600)] = 30.0
 
     @property
     def workspaces_are_directories(self) -> bool:
@@ -243,7 +216,7 @@ def _asymmetric(algorithms: tuple[str, ...]) -> tuple[str, ...]:
     return algorithms
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class OAuthSettings:
     """Bearer JWTs from one authorization server; `resource` is the audience they must name."""
 
@@ -253,7 +226,7 @@ class OAuthSettings:
     jwks_file: AbsolutePath | None = Field(default=None, description="an absolute path")
     jwks_url: WebUrl | None = Field(default=None, description="an http(s) URL")
     algorithms: Annotated[Texts, AfterValidator(_asymmetric)] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
-    leeway_seconds: Annotated[Seconds, _between(0, 300, "a number of seconds")] = 30.0
+    leeway_seconds: Annotated[Seconds, between(0, 300, "a number of seconds")] = 30.0
     connect_client_id: Text | None = Field(default=None, description="a non-empty string")  # sign-in client
     connect_scope: Text = "openid notes:read"
 
@@ -264,42 +237,42 @@ class OAuthSettings:
             object.__setattr__(self, "authorization_servers", (self.issuer,))
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class LimitSettings:
-    destructive_per_minute: Annotated[StrictInt, _between(1, 100_000, "an integer")] = 30
+    destructive_per_minute: Annotated[StrictInt, between(1, 100_000, "an integer")] = 30
 
 
-@table(frozen=True, slots=True, config=_FORBID)
+@table(frozen=True, slots=True, config=FORBID)
 class SandboxSettings:
     enabled: Annotated[StrictBool, Field(description="true or false")] = True
     read_paths: Annotated[tuple[AbsolutePath, ...], Field(description="a list of absolute paths")] = ()
 
 
-@table(frozen=True, config=_FORBID)
+@table(frozen=True, config=FORBID)
 class _History:
-    max_versions: Annotated[StrictInt, _between(1, 10_000, "an integer")] = 50
-    max_age_days: Annotated[Seconds, _between(1, 36_500, "a number of days")] = 90.0
+    max_versions: Annotated[StrictInt, between(1, 10_000, "an integer")] = 50
+    max_age_days: Annotated[Seconds, between(1, 36_500, "a number of days")] = 90.0
 
 
-@table(frozen=True, config=_FORBID)
+@table(frozen=True, config=FORBID)
 class _Daily:
     folder: String = ""
     format: String = DEFAULT_FORMAT
     template: String = ""
 
 
-@table(frozen=True, config=_FORBID)
+@table(frozen=True, config=FORBID)
 class _Workspace:
     uri: Uri
     daily: Annotated[Table, Field(description="a table with folder, format and template")] = None
 
 
-@table(frozen=True, config=_FORBID)
+@table(frozen=True, config=FORBID)
 class _File:
     """The top level; each table is checked on its own (so that errors name it), see `parse_config`."""
 
     state_dir: AbsolutePath | None = Field(default=None, description="an absolute path")
-    confirmation_ttl_seconds: Annotated[Seconds, _between(1, 86400, "a number of seconds")] = 600.0
+    confirmation_ttl_seconds: Annotated[Seconds, between(1, 86400, "a number of seconds")] = 600.0
     workspace: Tables = ()
     principal: Tables = ()
     stdio: Table = None
@@ -312,7 +285,7 @@ class _File:
     history: Table = None
 
 
-@table(frozen=True, config=_FORBID)
+@table(frozen=True, config=FORBID)
 class _Stdio:
     principal: Text
 
@@ -386,12 +359,12 @@ def load_config(path: str | Path) -> Config:
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
     """Each table checked on its own (Rule 1), then the rules that span tables."""
-    top = _validate(_File, raw, "the top level")
+    top = validate_table(_File, raw, "the top level")
     workspaces: list[FileUri] = []
     daily_notes: dict[FileUri, DailyNotes] = {}
     for i, entry in enumerate(top.workspace):
         where = f"[[workspace]] #{i + 1}"
-        workspace = _validate(_Workspace, entry, where)
+        workspace = validate_table(_Workspace, entry, where)
         uri = workspace.uri
         if workspace.daily is not None:
             daily_notes[uri] = _daily(workspace.daily, f"{where} daily")
@@ -404,7 +377,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
 
     principals: dict[str, PrincipalConfig] = {}
     for i, entry in enumerate(top.principal):
-        principal = _validate(PrincipalConfig, entry, f"[[principal]] #{i + 1}")
+        principal = validate_table(PrincipalConfig, entry, f"[[principal]] #{i + 1}")
         if principal.id in principals:
             raise ConfigError(f"principal {principal.id!r} is defined twice")
         for uri in principal.workspaces:
@@ -419,27 +392,23 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
 
     stdio_principal = None
     if top.stdio is not None:
-        stdio_principal = _validate(_Stdio, top.stdio, "[stdio]").principal
+        stdio_principal = validate_table(_Stdio, top.stdio, "[stdio]").principal
         if stdio_principal not in principals:
             raise ConfigError(f"[stdio] principal {stdio_principal!r} is not a [[principal]]")
 
-    try:
-        publish = parse_publish(top.publish)
-    except PublishConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    history = _validate(_History, top.history or {}, "[history]")
+    history = validate_table(_History, top.history or {}, "[history]")
     return Config(
         state_dir=top.state_dir or default_state_dir(),
         workspaces=tuple(workspaces),
         principals=principals,
         stdio_principal=stdio_principal,
         confirmation_ttl_seconds=top.confirmation_ttl_seconds,
-        http=_validate(HttpSettings, top.http or {}, "[http]"),
+        http=validate_table(HttpSettings, top.http or {}, "[http]"),
         source=source,
-        oauth=_validate(OAuthSettings, top.oauth, "[oauth]") if top.oauth is not None else None,
-        limits=_validate(LimitSettings, top.limits or {}, "[limits]"),
-        sandbox=_validate(SandboxSettings, top.sandbox or {}, "[sandbox]"),
-        publish=publish,
+        oauth=validate_table(OAuthSettings, top.oauth, "[oauth]") if top.oauth is not None else None,
+        limits=validate_table(LimitSettings, top.limits or {}, "[limits]"),
+        sandbox=validate_table(SandboxSettings, top.sandbox or {}, "[sandbox]"),
+        publish=parse_publish(top.publish),
         storage=parse_storage(top.storage or {}),
         history=Retention(max_versions=history.max_versions, max_age_days=history.max_age_days),
         daily_notes=daily_notes,
@@ -458,7 +427,7 @@ def _one_owner(principals: Mapping[str, PrincipalConfig], field: str, what: str)
 
 def _daily(table: Mapping[str, Any], where: str) -> DailyNotes:
     """`[workspace.daily]`: paths are checked now, so notes_daily never builds an invalid one."""
-    given = _validate(_Daily, table, where)
+    given = validate_table(_Daily, table, where)
     settings = DailyNotes(
         folder=given.folder.strip("/"), format=given.format, template=given.template or None
     )
@@ -477,7 +446,7 @@ def _daily(table: Mapping[str, Any], where: str) -> DailyNotes:
 
 def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> StorageSettings:
     """The `[storage]` table; the database URL comes from NOTEWARDEN_DATABASE_URL when set, else the file."""
-    given = _validate(StorageSettings, table, "[storage]")
+    given = validate_table(StorageSettings, table, "[storage]")
     notes = given.notes
     ledger = given.ledger if "ledger" in table else _NOTE_STORES[notes][0]
     if ledger not in _NOTE_STORES[notes]:
@@ -520,47 +489,3 @@ def _workspace_uri_for_dir(directory: str) -> FileUri:
     if not path.is_dir():
         raise ConfigError(f"workspace directory {directory!r} does not exist or is not a directory")
     return FileUri.from_path(str(path.resolve()))
-
-
-T = TypeVar("T")
-
-
-def _validate(cls: type[T], value: object, where: str) -> T:
-    """`value` as the table `cls`, or a `ConfigError` in the words of Rule 1."""
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a table")
-    try:
-        return TypeAdapter(cls).validate_python(value)
-    except ValidationError as exc:
-        raise ConfigError(_explain(cls, exc, where)) from None
-
-
-def _explain(cls: type[Any], exc: ValidationError, where: str) -> str:
-    """The first problem of `exc`: the key, what is allowed, and what was given, never a given string."""
-    errors = exc.errors(include_url=False)
-    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "unexpected_keyword_argument")
-    if unknown:
-        allowed = sorted(f.name for f in dataclasses.fields(cls))
-        return f"unknown key(s) {', '.join(unknown)} in {where}; allowed: {', '.join(allowed)}"
-    error = errors[0]
-    key, item = (str(error["loc"][0]) if error["loc"] else ""), error["loc"][1:]
-    at = f"{where} {key}".strip() if where != "the top level" else key
-    if error["type"] == "value_error":  # a validator's own words (Rule 1)
-        problem = error["ctx"]["error"]
-        return f"{at}: {problem}" if key else f"{where} {problem}"
-    wanted = cls.__pydantic_fields__[key].description
-    if error["type"] == "missing":
-        return f"{where} needs {key}: {wanted}"
-    given = _shown(error["input"])
-    return f"{at} must be {wanted}; " + (f"item {int(item[0]) + 1} is {given}" if item else f"got {given}")
-
-
-def _shown(value: object) -> str:
-    """What was given, without the value when it is a string (a secret may sit under the wrong key)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return "a string" if value else "an empty string"
-    return "a list" if isinstance(value, list) else "a table" if isinstance(value, dict) else "a value"
