@@ -133,7 +133,8 @@ def _file_uri(value: object) -> FileUri:
 def _http_url(value: str) -> str:
     parsed = urlsplit(value)
     if parsed.scheme not in ("https", "http") or not parsed.netloc or parsed.fragment or parsed.query:
-        raise ValueError(f"must be an http(s) URL without query or fragment, got {value!r}")
+        shown = "a URL with user info" if "@" in parsed.netloc else repr(value)  # it may hold a password
+        raise ValueError(f"must be an http(s) URL without query or fragment, got {shown}")
     return value
 
 
