@@ -185,7 +185,7 @@ def build_server(
 class FreshConfig:
     """Every request starts on the configuration as its file is now (`Grants.refresh`)."""
 
-    def __init__(self, grants: Grants) -> None:
+    def __init__(self, grants: Grants[Config]) -> None:
         self.grants = grants
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

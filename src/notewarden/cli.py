@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import gc
 import sys
+from pathlib import Path
 
 import anyio
 
@@ -28,6 +29,7 @@ from notewarden import __version__
 from notewarden.config import Config, ConfigError, config_for_directories, load_config
 from notewarden.ledger import LedgerUnavailable, SchemaOutOfDate
 from notewarden.logs import configure_logging
+from notewarden.scope.grants import WorkspaceFolderError
 
 __all__ = ["main"]
 
@@ -170,11 +172,19 @@ def resolve_config(args: argparse.Namespace) -> Config:
 def start_sandboxed(config: Config, *, enabled: bool, bind_port: int | None) -> None:
     """Create the state dir, then confine the process (before any thread exists: scope.sandbox Rule 1),
     granting the state dir of a ledger it will share (notes.ownership Rule 2) too."""
-    from notewarden.scope.sandbox import apply_sandbox
+    from notewarden.scope.sandbox import apply_sandbox, plan_for
     from notewarden.services import shared_state_dirs
 
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    apply_sandbox(config, enabled=enabled, bind_port=bind_port, shared_state_dirs=shared_state_dirs(config))
+    config_files = [config.source.resolve()] if config.source is not None else []
+    if config_files and config.oauth is not None and config.oauth.jwks_file is not None:
+        config_files.append(config.oauth.jwks_file)
+    plan = plan_for(
+        read_write=[Path(w.path) for w in config.workspaces] + [config.state_dir, *shared_state_dirs(config)],
+        read_paths=config.sandbox.read_paths,
+        config_files=config_files,
+    )
+    apply_sandbox(plan, enabled=enabled and config.sandbox.enabled, bind_port=bind_port)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -261,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.forms.lint import run_lint_form
 
             return run_lint_form(args.file, max_choices=args.max_choices)
-    except ConfigError as exc:
+    except (ConfigError, WorkspaceFolderError) as exc:
         print(f"notewarden: configuration error: {exc}", file=sys.stderr)
         return 2
     except (SchemaOutOfDate, LedgerUnavailable) as exc:

@@ -4,6 +4,14 @@ Everything that decides who may touch what comes from here and from the caller's
 credentials, never from anything a client says. The file is validated as a whole when
 loaded; an error names the key, what was wrong and what is allowed.
 
+Rule 1: each table is a pydantic dataclass checked as `toml_tables` Rule 1 says: an unknown key
+names the key, the table and the allowed keys; a wrong value names the key, what is allowed and
+what was given, never a string that could be a secret.
+Rule 2: the rules that span tables (a grant names a configured workspace, a token hash or an OAuth
+subject names one principal, the note store and the ledger pair up) are checked in `parse_config`.
+Rule 3: config sits above scope: it uses scope's URI grammar and note-path rules, and scope reads
+the resulting `Config` through `scope.grants.GrantConfig` without importing this module.
+
     state_dir = "/var/lib/notewarden"          # ledger, sealing key (default: XDG state dir)
     confirmation_ttl_seconds = 600             # how long a round-1 confirmation stays usable
 
@@ -55,23 +63,47 @@ loaded; an error names the key, what was wrong and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+from pydantic import (
+    AfterValidator,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
+from pydantic.dataclasses import dataclass as table
+
 from notewarden.ledger import DURABILITY_LEVELS, Durability
-from notewarden.notes.daily import DailyNotes, format_moment
+from notewarden.notes.daily import DEFAULT_FORMAT, DailyNotes, format_moment
 from notewarden.notes.history import Retention
-from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
+from notewarden.publish.config import PublishSettings, parse_publish
 from notewarden.scope.fsroot import PathRejected, split_relative
-from notewarden.scope.uri import FileUri, UriError, parse_file_uri
+from notewarden.scope.uri import FileUri, parse_file_uri
+from notewarden.toml_tables import (
+    FORBID,
+    ConfigError,
+    Seconds,
+    String,
+    Table,
+    Tables,
+    Text,
+    Texts,
+    between,
+    must,
+    one_of,
+    validate_table,
+)
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -91,89 +123,190 @@ LOCAL_PRINCIPAL = "local"
 DATABASE_URL_ENV = "NOTEWARDEN_DATABASE_URL"
 _PRINCIPAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_NOT_A_HASH = "entries must be 64 lowercase hex digits (the SHA-256 of a token, never the token)"
 
 
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key and the fix."""
+def _file_uri(value: object) -> FileUri:
+    return value if isinstance(value, FileUri) else parse_file_uri(value)
 
 
-@dataclass(frozen=True, slots=True)
+def _http_url(value: str) -> str:
+    parsed = urlsplit(value)
+    if parsed.scheme not in ("https", "http") or not parsed.netloc or parsed.fragment or parsed.query:
+        shown = "a URL with user info" if "@" in parsed.netloc else repr(value)  # it may hold a password
+        raise ValueError(f"must be an http(s) URL without query or fragment, got {shown}")
+    return value
+
+
+AbsolutePath = Annotated[
+    Path,
+    AfterValidator(must(Path.is_absolute, lambda path: f"{str(path)!r} must be an absolute path")),
+    Field(description="an absolute path"),
+]
+WebUrl = Annotated[StrictStr, AfterValidator(_http_url), Field(description="an http(s) URL")]
+Uri = Annotated[FileUri, PlainValidator(_file_uri), Field(description="a file:/// URI")]
+
+
+@table(frozen=True, slots=True, config=FORBID)
 class PrincipalConfig:
-    id: str
-    workspaces: tuple[FileUri, ...]
-    token_sha256: frozenset[str] = frozenset()
-    oauth_subjects: frozenset[str] = frozenset()
+    id: Annotated[
+        StrictStr,
+        AfterValidator(
+            must(_PRINCIPAL_ID.fullmatch, lambda pid: f"{pid!r} must match {_PRINCIPAL_ID.pattern}")
+        ),
+        Field(description="a principal name"),
+    ]
+    workspaces: Annotated[tuple[Uri, ...], Field(description="a list of workspace URIs")]
+    token_sha256: Annotated[
+        frozenset[Annotated[StrictStr, AfterValidator(must(_SHA256_HEX.fullmatch, lambda _: _NOT_A_HASH))]],
+        Field(description="a list of SHA-256 hex digests of tokens"),
+    ] = frozenset()
+    oauth_subjects: Annotated[frozenset[Text], Field(description="a list of non-empty strings")] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
+@table(frozen=True, slots=True, config=FORBID)
 class HttpSettings:
-    host: str = "127.0.0.1"
-    port: int = 8765
-    allowed_origins: tuple[str, ...] = ()
-    max_body_bytes: int = 1024 * 1024
+    host: Text = "127.0.0.1"
+    port: Annotated[StrictInt, Field(ge=0, le=65535, description="an integer 0-65535")] = 8765
+    allowed_origins: Texts = ()
+    max_body_bytes: Annotated[StrictInt, Field(ge=1024, description="an integer >= 1024")] = 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+_NOTE_STORES = {"files": ("sqlite", "postgres"), "sqlite": ("sqlite",), "postgres": ("postgres",)}
+"""Each note store and the ledgers it can share a transaction with (the first is the default)."""
+
+
+_DURABILITIES = (
+    'use "normal" (survives a killed process) or "full" (also survives power loss, one fsync per step)'
+)
+
+
+@table(frozen=True, slots=True, config=FORBID)
 class StorageSettings:
     """Where notes and confirmations live. A SQL note store shares the ledger's database, so that a
     delete and its claim are one transaction: notes "sqlite" needs ledger "sqlite", "postgres" needs
     "postgres"; the files store works with either ledger."""
 
-    notes: str = "files"
-    ledger: str = "sqlite"
-    database_url: str | None = field(default=None, repr=False)  # a secret: never printed or logged
-    durability: Durability = "normal"
-    pool_size: int = 8
-    connect_timeout_seconds: float = 5.0
-    statement_timeout_seconds: float = 30.0
+    notes: Annotated[
+        str, one_of(tuple(_NOTE_STORES), "is not a note store; use one of files, sqlite, postgres")
+    ] = "files"
+    ledger: Annotated[str, one_of(("sqlite", "postgres"), "is not a ledger; use sqlite or postgres")] = (
+        "sqlite"
+    )
+    database_url: Text | None = Field(default=None, repr=False, description="a PostgreSQL URL")  # a secret
+    durability: Annotated[Durability, one_of(DURABILITY_LEVELS, f"is not a durability; {_DURABILITIES}")] = (
+        "normal"
+    )
+    pool_size: Annotated[StrictInt, between(1, 1000, "an integer")] = 8
+    connect_timeout_seconds: Annotated[Seconds, between(0.5, 600)] = 5.0
+    statement_timeout_seconds: Annotated[Seconds, between(1, 3600)] = 30.0
 
     @property
     def workspaces_are_directories(self) -> bool:
         return self.notes == "files"
 
 
-@dataclass(frozen=True, slots=True)
+_SIGNING_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384"})
+_SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
+
+
+def _asymmetric(algorithms: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(algorithms) - _SIGNING_ALGORITHMS)
+    if unknown or not algorithms:
+        raise ValueError(f"{unknown or '[]'} not allowed; use asymmetric ones: {sorted(_SIGNING_ALGORITHMS)}")
+    return algorithms
+
+
+@table(frozen=True, slots=True, config=FORBID)
 class OAuthSettings:
     """Bearer JWTs from one authorization server; `resource` is the audience they must name."""
 
-    resource: str
-    issuer: str
-    authorization_servers: tuple[str, ...]
-    jwks_file: Path | None = None
-    jwks_url: str | None = None
-    algorithms: tuple[str, ...] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
-    leeway_seconds: float = 30.0
-    connect_client_id: str | None = None  # the connect pages sign people in with this public client
-    connect_scope: str = "openid notes:read"
+    resource: WebUrl
+    issuer: WebUrl
+    authorization_servers: tuple[WebUrl, ...] = Field(default=(), description="a list of http(s) URLs")
+    jwks_file: AbsolutePath | None = Field(default=None, description="an absolute path")
+    jwks_url: WebUrl | None = Field(default=None, description="an http(s) URL")
+    algorithms: Annotated[Texts, AfterValidator(_asymmetric)] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
+    leeway_seconds: Annotated[Seconds, between(0, 300, "a number of seconds")] = 30.0
+    connect_client_id: Text | None = Field(default=None, description="a non-empty string")  # sign-in client
+    connect_scope: Text = "openid notes:read"
+
+    def __post_init__(self) -> None:
+        if (self.jwks_file is None) == (self.jwks_url is None):
+            raise ValueError("needs exactly one of jwks_file (a path) or jwks_url (an https URL)")
+        if not self.authorization_servers:
+            object.__setattr__(self, "authorization_servers", (self.issuer,))
 
 
-@dataclass(frozen=True, slots=True)
+@table(frozen=True, slots=True, config=FORBID)
 class LimitSettings:
-    destructive_per_minute: int = 30
+    destructive_per_minute: Annotated[StrictInt, between(1, 100_000, "an integer")] = 30
 
 
-@dataclass(frozen=True, slots=True)
+@table(frozen=True, slots=True, config=FORBID)
 class SandboxSettings:
-    enabled: bool = True
-    read_paths: tuple[Path, ...] = ()
+    enabled: Annotated[StrictBool, Field(description="true or false")] = True
+    read_paths: Annotated[tuple[AbsolutePath, ...], Field(description="a list of absolute paths")] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@table(frozen=True, config=FORBID)
+class _History:
+    max_versions: Annotated[StrictInt, between(1, 10_000, "an integer")] = 50
+    max_age_days: Annotated[Seconds, between(1, 36_500, "a number of days")] = 90.0
+
+
+@table(frozen=True, config=FORBID)
+class _Daily:
+    folder: String = ""
+    format: String = DEFAULT_FORMAT
+    template: String = ""
+
+
+@table(frozen=True, config=FORBID)
+class _Workspace:
+    uri: Uri
+    daily: Annotated[Table, Field(description="a table with folder, format and template")] = None
+
+
+@table(frozen=True, config=FORBID)
+class _File:
+    """The top level; each table is checked on its own (so that errors name it), see `parse_config`."""
+
+    state_dir: AbsolutePath | None = Field(default=None, description="an absolute path")
+    confirmation_ttl_seconds: Annotated[Seconds, between(1, 86400, "a number of seconds")] = 600.0
+    workspace: Tables = ()
+    principal: Tables = ()
+    stdio: Table = None
+    http: Table = None
+    oauth: Table = None
+    limits: Table = None
+    sandbox: Table = None
+    publish: Table = None  # publish/config.py checks it
+    storage: Table = None
+    history: Table = None
+
+
+@table(frozen=True, config=FORBID)
+class _Stdio:
+    principal: Text
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Config:
     state_dir: Path
     workspaces: tuple[FileUri, ...]
     principals: Mapping[str, PrincipalConfig]
     stdio_principal: str | None = None
     confirmation_ttl_seconds: float = 600.0
-    http: HttpSettings = field(default_factory=HttpSettings)
+    http: HttpSettings = dataclasses.field(default_factory=HttpSettings)
     source: Path | None = None
     oauth: OAuthSettings | None = None
-    limits: LimitSettings = field(default_factory=LimitSettings)
-    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
-    publish: PublishSettings = field(default_factory=PublishSettings)  # [publish]: see publish/config.py
-    storage: StorageSettings = field(default_factory=StorageSettings)
-    history: Retention = field(default_factory=Retention)
-    daily_notes: Mapping[FileUri, DailyNotes] = field(default_factory=dict)  # [workspace.daily]
+    limits: LimitSettings = dataclasses.field(default_factory=LimitSettings)
+    sandbox: SandboxSettings = dataclasses.field(default_factory=SandboxSettings)
+    publish: PublishSettings = dataclasses.field(default_factory=PublishSettings)  # see publish/config.py
+    storage: StorageSettings = dataclasses.field(default_factory=StorageSettings)
+    history: Retention = dataclasses.field(default_factory=Retention)
+    daily_notes: Mapping[FileUri, DailyNotes] = dataclasses.field(default_factory=dict)  # [workspace.daily]
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -189,6 +322,10 @@ class Config:
             if subject in principal.oauth_subjects:
                 return principal.id
         return None
+
+    def without_grants(self) -> Config:
+        """This configuration with no principal: what a file that stopped parsing grants (scope.grants)."""
+        return dataclasses.replace(self, principals={})
 
 
 def default_state_dir() -> Path:
@@ -222,21 +359,16 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
-    known = {"state_dir", "confirmation_ttl_seconds", "workspace", "principal", "stdio", "http"}
-    known |= {"oauth", "limits", "sandbox", "publish"}
-    known |= {"storage", "history"}
-    _reject_unknown(raw, known, "the top level")
-    state_dir = Path(_str(raw, "state_dir")) if "state_dir" in raw else default_state_dir()
-    if not state_dir.is_absolute():
-        raise ConfigError(f"state_dir {str(state_dir)!r} must be an absolute path")
-
+    """Each table checked on its own (Rule 1), then the rules that span tables."""
+    top = validate_table(_File, raw, "the top level")
     workspaces: list[FileUri] = []
     daily_notes: dict[FileUri, DailyNotes] = {}
-    for i, entry in enumerate(_tables(raw, "workspace")):
-        _reject_unknown(entry, {"uri", "daily"}, f"[[workspace]] #{i + 1}")
-        uri = _uri(_str(entry, "uri", f"[[workspace]] #{i + 1}"), f"[[workspace]] #{i + 1} uri")
-        if "daily" in entry:
-            daily_notes[uri] = _daily(entry["daily"], f"[[workspace]] #{i + 1} daily")
+    for i, entry in enumerate(top.workspace):
+        where = f"[[workspace]] #{i + 1}"
+        workspace = validate_table(_Workspace, entry, where)
+        uri = workspace.uri
+        if workspace.daily is not None:
+            daily_notes[uri] = _daily(workspace.daily, f"{where} daily")
         if uri in workspaces:
             raise ConfigError(f"workspace {uri} is listed twice")
         for other in workspaces:
@@ -245,114 +377,60 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         workspaces.append(uri)
 
     principals: dict[str, PrincipalConfig] = {}
-    for i, entry in enumerate(_tables(raw, "principal")):
-        where = f"[[principal]] #{i + 1}"
-        _reject_unknown(entry, {"id", "workspaces", "token_sha256", "oauth_subjects"}, where)
-        pid = _str(entry, "id", where)
-        if not _PRINCIPAL_ID.fullmatch(pid):
-            raise ConfigError(f"{where} id {pid!r} must match {_PRINCIPAL_ID.pattern}")
-        if pid in principals:
-            raise ConfigError(f"principal {pid!r} is defined twice")
-        grants = []
-        for text in _str_list(entry, "workspaces", where):
-            uri = _uri(text, f"{where} workspaces")
+    for i, entry in enumerate(top.principal):
+        principal = validate_table(PrincipalConfig, entry, f"[[principal]] #{i + 1}")
+        if principal.id in principals:
+            raise ConfigError(f"principal {principal.id!r} is defined twice")
+        for uri in principal.workspaces:
             if uri not in workspaces:
                 raise ConfigError(
-                    f"principal {pid!r} is granted {uri}, which is not a [[workspace]]; "
+                    f"principal {principal.id!r} is granted {uri}, which is not a [[workspace]]; "
                     f"configured workspaces: {', '.join(map(str, workspaces)) or 'none'}"
                 )
-            grants.append(uri)
-        hashes = _str_list(entry, "token_sha256", where) if "token_sha256" in entry else []
-        for h in hashes:
-            if not _SHA256_HEX.fullmatch(h):
-                raise ConfigError(f"{where} token_sha256 entries must be 64 lowercase hex digits")
-        subjects = _str_list(entry, "oauth_subjects", where) if "oauth_subjects" in entry else []
-        principals[pid] = PrincipalConfig(
-            id=pid,
-            workspaces=tuple(grants),
-            token_sha256=frozenset(hashes),
-            oauth_subjects=frozenset(subjects),
-        )
-    seen: dict[str, str] = {}
-    for p in principals.values():
-        for h in p.token_sha256:
-            if h in seen:
-                raise ConfigError(f"principals {seen[h]!r} and {p.id!r} share a token hash")
-            seen[h] = p.id
-    owners: dict[str, str] = {}
-    for p in principals.values():
-        for sub in p.oauth_subjects:
-            if sub in owners:
-                raise ConfigError(f"principals {owners[sub]!r} and {p.id!r} share the oauth subject {sub!r}")
-            owners[sub] = p.id
+        principals[principal.id] = principal
+    _one_owner(principals, "token_sha256", "a token hash")
+    _one_owner(principals, "oauth_subjects", "the oauth subject {key!r}")
 
     stdio_principal = None
-    if "stdio" in raw:
-        stdio = _table(raw, "stdio")
-        _reject_unknown(stdio, {"principal"}, "[stdio]")
-        stdio_principal = _str(stdio, "principal", "[stdio]")
+    if top.stdio is not None:
+        stdio_principal = validate_table(_Stdio, top.stdio, "[stdio]").principal
         if stdio_principal not in principals:
             raise ConfigError(f"[stdio] principal {stdio_principal!r} is not a [[principal]]")
 
-    http = HttpSettings()
-    if "http" in raw:
-        table = _table(raw, "http")
-        _reject_unknown(table, {"host", "port", "allowed_origins", "max_body_bytes"}, "[http]")
-        port = table.get("port", http.port)
-        body = table.get("max_body_bytes", http.max_body_bytes)
-        if not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ConfigError("[http] port must be an integer 0-65535")
-        if not isinstance(body, int) or body < 1024:
-            raise ConfigError("[http] max_body_bytes must be an integer >= 1024")
-        http = HttpSettings(
-            host=_str(table, "host", "[http]") if "host" in table else http.host,
-            port=port,
-            allowed_origins=tuple(_str_list(table, "allowed_origins", "[http]"))
-            if "allowed_origins" in table
-            else (),
-            max_body_bytes=body,
-        )
-
-    ttl = raw.get("confirmation_ttl_seconds", 600)
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
-        raise ConfigError("confirmation_ttl_seconds must be a number of seconds between 1 and 86400")
-
-    try:
-        publish = parse_publish(raw.get("publish"))
-    except PublishConfigError as exc:
-        raise ConfigError(str(exc)) from None
-
+    history = validate_table(_History, top.history or {}, "[history]")
     return Config(
-        state_dir=state_dir,
+        state_dir=top.state_dir or default_state_dir(),
         workspaces=tuple(workspaces),
         principals=principals,
         stdio_principal=stdio_principal,
-        confirmation_ttl_seconds=float(ttl),
-        http=http,
+        confirmation_ttl_seconds=top.confirmation_ttl_seconds,
+        http=validate_table(HttpSettings, top.http or {}, "[http]"),
         source=source,
-        oauth=_oauth(_table(raw, "oauth")) if "oauth" in raw else None,
-        limits=_limits(_table(raw, "limits")) if "limits" in raw else LimitSettings(),
-        sandbox=_sandbox(_table(raw, "sandbox")) if "sandbox" in raw else SandboxSettings(),
-        publish=publish,
-        storage=parse_storage(_table(raw, "storage") if "storage" in raw else {}),
-        history=_history(_table(raw, "history")) if "history" in raw else Retention(),
+        oauth=validate_table(OAuthSettings, top.oauth, "[oauth]") if top.oauth is not None else None,
+        limits=validate_table(LimitSettings, top.limits or {}, "[limits]"),
+        sandbox=validate_table(SandboxSettings, top.sandbox or {}, "[sandbox]"),
+        publish=parse_publish(top.publish),
+        storage=parse_storage(top.storage or {}),
+        history=Retention(max_versions=history.max_versions, max_age_days=history.max_age_days),
         daily_notes=daily_notes,
     )
 
 
-def _daily(table: Any, where: str) -> DailyNotes:
+def _one_owner(principals: Mapping[str, PrincipalConfig], field: str, what: str) -> None:
+    """A token hash or an OAuth subject names one principal, or the config is refused."""
+    owners: dict[str, str] = {}
+    for p in principals.values():
+        for key in getattr(p, field):
+            if key in owners:
+                raise ConfigError(f"principals {owners[key]!r} and {p.id!r} share {what.format(key=key)}")
+            owners[key] = p.id
+
+
+def _daily(table: Mapping[str, Any], where: str) -> DailyNotes:
     """`[workspace.daily]`: paths are checked now, so notes_daily never builds an invalid one."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table with folder, format and template")
-    _reject_unknown(table, {"folder", "format", "template"}, where)
-    defaults = DailyNotes()
-    for key in table:
-        if not isinstance(table[key], str):
-            raise ConfigError(f"{key} in {where} must be a string")
+    given = validate_table(_Daily, table, where)
     settings = DailyNotes(
-        folder=table.get("folder", defaults.folder).strip("/"),
-        format=table.get("format", defaults.format),
-        template=table.get("template") or None,
+        folder=given.folder.strip("/"), format=given.format, template=given.template or None
     )
     sample = datetime.datetime(2026, 12, 31, 23, 59, 58)
     try:
@@ -367,127 +445,17 @@ def _daily(table: Any, where: str) -> DailyNotes:
     return settings
 
 
-_SIGNING_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384"})
-_SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
-
-
-def _oauth(table: Mapping[str, Any]) -> OAuthSettings:
-    where = "[oauth]"
-    known = {"resource", "issuer", "authorization_servers", "jwks_file", "jwks_url", "algorithms"}
-    _reject_unknown(table, known | {"leeway_seconds", "connect_client_id", "connect_scope"}, where)
-    resource, issuer = _http_url(table, "resource", where), _http_url(table, "issuer", where)
-    if ("jwks_file" in table) == ("jwks_url" in table):
-        raise ConfigError("[oauth] needs exactly one of jwks_file (a path) or jwks_url (an https URL)")
-    jwks_file = Path(_str(table, "jwks_file", where)) if "jwks_file" in table else None
-    if jwks_file is not None and not jwks_file.is_absolute():
-        raise ConfigError(f"[oauth] jwks_file {str(jwks_file)!r} must be an absolute path")
-    servers = (
-        tuple(_str_list(table, "authorization_servers", where)) if "authorization_servers" in table else ()
-    )
-    defaults = OAuthSettings(resource="", issuer="", authorization_servers=())
-    algorithms = (
-        tuple(_str_list(table, "algorithms", where)) if "algorithms" in table else defaults.algorithms
-    )
-    unknown = sorted(set(algorithms) - _SIGNING_ALGORITHMS)
-    if unknown or not algorithms:
-        raise ConfigError(
-            f"[oauth] algorithms {unknown or '[]'} not allowed; use asymmetric ones: {sorted(_SIGNING_ALGORITHMS)}"
-        )
-    leeway = table.get("leeway_seconds", defaults.leeway_seconds)
-    if isinstance(leeway, bool) or not isinstance(leeway, int | float) or not 0 <= leeway <= 300:
-        raise ConfigError("[oauth] leeway_seconds must be a number of seconds between 0 and 300")
-    for url in servers:
-        _http_url({"authorization_servers": url}, "authorization_servers", where)
-    return OAuthSettings(
-        resource=resource,
-        issuer=issuer,
-        authorization_servers=servers or (issuer,),
-        jwks_file=jwks_file,
-        jwks_url=_http_url(table, "jwks_url", where) if "jwks_url" in table else None,
-        algorithms=algorithms,
-        leeway_seconds=float(leeway),
-        connect_client_id=_str(table, "connect_client_id", where) if "connect_client_id" in table else None,
-        connect_scope=_str(table, "connect_scope", where)
-        if "connect_scope" in table
-        else defaults.connect_scope,
-    )
-
-
-def _limits(table: Mapping[str, Any]) -> LimitSettings:
-    _reject_unknown(table, {"destructive_per_minute"}, "[limits]")
-    per_minute = table.get("destructive_per_minute", LimitSettings().destructive_per_minute)
-    if isinstance(per_minute, bool) or not isinstance(per_minute, int) or not 1 <= per_minute <= 100_000:
-        raise ConfigError("[limits] destructive_per_minute must be an integer between 1 and 100000")
-    return LimitSettings(destructive_per_minute=per_minute)
-
-
-def _history(table: Mapping[str, Any]) -> Retention:
-    _reject_unknown(table, {"max_versions", "max_age_days"}, "[history]")
-    versions = table.get("max_versions", Retention().max_versions)
-    days = table.get("max_age_days", Retention().max_age_days)
-    if isinstance(versions, bool) or not isinstance(versions, int) or not 1 <= versions <= 10_000:
-        raise ConfigError(
-            "[history] max_versions must be an integer between 1 and 10000 (versions kept per note)"
-        )
-    if isinstance(days, bool) or not isinstance(days, int | float) or not 1 <= days <= 36_500:
-        raise ConfigError("[history] max_age_days must be a number of days between 1 and 36500")
-    return Retention(max_versions=versions, max_age_days=float(days))
-
-
-def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:
-    _reject_unknown(table, {"enabled", "read_paths"}, "[sandbox]")
-    enabled = table.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ConfigError("[sandbox] enabled must be true or false")
-    paths = (
-        tuple(Path(p) for p in _str_list(table, "read_paths", "[sandbox]")) if "read_paths" in table else ()
-    )
-    for path in paths:
-        if not path.is_absolute():
-            raise ConfigError(f"[sandbox] read_paths entry {str(path)!r} must be an absolute path")
-    return SandboxSettings(enabled=enabled, read_paths=paths)
-
-
-def _http_url(table: Mapping[str, Any], key: str, where: str) -> str:
-    value = _str(table, key, where)
-    parsed = urlsplit(value)
-    if parsed.scheme not in ("https", "http") or not parsed.netloc or parsed.fragment or parsed.query:
-        raise ConfigError(f"{key} in {where} must be an http(s) URL without query or fragment, got {value!r}")
-    return value
-
-
-_NOTE_STORES = {"files": ("sqlite", "postgres"), "sqlite": ("sqlite",), "postgres": ("postgres",)}
-"""Each note store and the ledgers it can share a transaction with (the first is the default)."""
-
-
 def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ) -> StorageSettings:
     """The `[storage]` table; the database URL comes from NOTEWARDEN_DATABASE_URL when set, else the file."""
-    known = {
-        "notes",
-        "ledger",
-        "database_url",
-        "durability",
-        "pool_size",
-        "connect_timeout_seconds",
-        "statement_timeout_seconds",
-    }
-    _reject_unknown(table, known, "[storage]")
-    notes = table.get("notes", "files")
-    if notes not in _NOTE_STORES:
-        raise ConfigError(
-            f"[storage] notes = {notes!r} is not a note store; use one of files, sqlite, postgres"
-        )
-    ledger = table.get("ledger", _NOTE_STORES[notes][0])
-    if ledger not in ("sqlite", "postgres"):
-        raise ConfigError(f"[storage] ledger = {ledger!r} is not a ledger; use sqlite or postgres")
+    given = validate_table(StorageSettings, table, "[storage]")
+    notes = given.notes
+    ledger = given.ledger if "ledger" in table else _NOTE_STORES[notes][0]
     if ledger not in _NOTE_STORES[notes]:
         raise ConfigError(
             f"[storage] notes = {notes!r} keeps notes in the ledger's database so that a delete and its "
             f"confirmation commit together; it needs ledger = {_NOTE_STORES[notes][0]!r}, not {ledger!r}"
         )
-    url = env.get(DATABASE_URL_ENV) or (
-        _str(table, "database_url", "[storage]") if "database_url" in table else None
-    )
+    url = env.get(DATABASE_URL_ENV) or given.database_url
     if ledger == "postgres":
         if not url:
             raise ConfigError(
@@ -495,34 +463,9 @@ def parse_storage(table: Mapping[str, Any], env: Mapping[str, str] = os.environ)
                 "(preferred: keeps the password out of the file) or [storage] database_url"
             )
         _check_database_url(url)
-    elif "database_url" in table:
+    elif given.database_url is not None:
         raise ConfigError("[storage] database_url is set but neither notes nor ledger is postgres")
-    durability = table.get("durability", "normal")
-    if durability not in DURABILITY_LEVELS:
-        raise ConfigError(
-            f'[storage] durability = {durability!r}: use "normal" (survives a killed process) or '
-            '"full" (also survives power loss, one fsync per step)'
-        )
-    numbers = {
-        "pool_size": (1, 1000),
-        "connect_timeout_seconds": (0.5, 600),
-        "statement_timeout_seconds": (1, 3600),
-    }
-    defaults, values = StorageSettings(), {}
-    for key, (low, high) in numbers.items():
-        value = table.get(key, getattr(defaults, key))
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise ConfigError(f"[storage] {key} must be a number between {low:g} and {high:g}")
-        values[key] = value
-    return StorageSettings(
-        notes=notes,
-        ledger=ledger,
-        database_url=url if ledger == "postgres" else None,
-        durability=durability,
-        pool_size=int(values["pool_size"]),
-        connect_timeout_seconds=float(values["connect_timeout_seconds"]),
-        statement_timeout_seconds=float(values["statement_timeout_seconds"]),
-    )
+    return dataclasses.replace(given, ledger=ledger, database_url=url if ledger == "postgres" else None)
 
 
 def _check_database_url(url: str) -> None:
@@ -547,46 +490,3 @@ def _workspace_uri_for_dir(directory: str) -> FileUri:
     if not path.is_dir():
         raise ConfigError(f"workspace directory {directory!r} does not exist or is not a directory")
     return FileUri.from_path(str(path.resolve()))
-
-
-def _uri(text: str, where: str) -> FileUri:
-    try:
-        return parse_file_uri(text)
-    except UriError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def _reject_unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(unknown)} in {where}; allowed: {', '.join(sorted(known))}"
-        )
-
-
-def _str(table: Mapping[str, Any], key: str, where: str = "the top level") -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{key} in {where} must be a non-empty string")
-    return value
-
-
-def _str_list(table: Mapping[str, Any], key: str, where: str) -> list[str]:
-    value = table.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"{key} in {where} must be a list of non-empty strings")
-    return list(value)
-
-
-def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = raw[key]
-    if not isinstance(value, dict):
-        raise ConfigError(f"[{key}] must be a table")
-    return value
-
-
-def _tables(raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = raw.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise ConfigError(f"[[{key}]] must be an array of tables")
-    return value

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from notewarden.config import Config
+from notewarden.config import Config, load_config
 from notewarden.faults import armed_point
 from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
 from notewarden.ledger.sqlite import SqliteLedger
@@ -56,7 +56,7 @@ class WorkspaceTrash:
 @dataclass
 class Services:
     config: Config
-    grants: Grants
+    grants: Grants[Config]
     ledger: Ledger
     store: NoteStore
     sealing_keys: list[bytes]
@@ -111,7 +111,7 @@ def open_services(config: Config) -> Services:
     """Open workspaces, ledger and keys, decide who owns each folder's trash, then finish any
     delete a crash interrupted."""
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    grants = Grants(config)
+    grants = Grants(config, reload=load_config)
     grants.open_all()
     if armed_point():
         logger.warning("test fault hook armed: this server pauses deletes (never set it in a deployment)")

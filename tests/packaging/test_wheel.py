@@ -8,14 +8,17 @@ every module notewarden imports is declared, and `notewarden --help` and the dem
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 import venv
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 PIP = ["--quiet", "--disable-pip-version-check", "--require-virtualenv"]
@@ -70,17 +73,15 @@ def test_help_and_demo_run_from_the_installed_wheel(installed: Path, tmp_path: P
     assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in demo
 
 
+def declared() -> dict[str, Requirement]:
+    """What pyproject.toml declares for the runtime and the postgres extra, by distribution name."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    texts = project["dependencies"] + project["optional-dependencies"]["postgres"]
+    return {normalize(req.name): req for req in map(Requirement, texts)}
+
+
 def test_every_imported_distribution_is_declared() -> None:
     """Issue 17: a module notewarden imports comes from a distribution pyproject.toml names."""
-    import importlib.metadata
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = {normalize(re.split(r"[<>=\[ ;]", d, maxsplit=1)[0]) for d in project["dependencies"]}
-    declared |= {
-        normalize(re.split(r"[<>=\[ ;]", d, maxsplit=1)[0])
-        for d in project["optional-dependencies"]["postgres"]
-    }
     imported = set()
     for source in (ROOT / "src" / "notewarden").rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):
@@ -93,6 +94,16 @@ def test_every_imported_distribution_is_declared() -> None:
     undeclared = {
         module: owners.get(module)
         for module in imported - stdlib
-        if not {normalize(d) for d in owners.get(module, [])} & declared
+        if not {normalize(d) for d in owners.get(module, [])} & declared().keys()
     }
     assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
+
+
+def test_declared_versions_are_ranges_that_hold_the_locked_ones() -> None:
+    """Issue 17: a range (a floor, no pin), so notewarden installs next to a server author's own pins;
+    the versions every machine installs (the lock files) lie inside it."""
+    locks = locked("dev.txt")
+    for name, req in declared().items():
+        operators = {spec.operator for spec in req.specifier}
+        assert ">=" in operators and not operators & {"==", "==="}, f"{req}: give a range, not a pin"
+        assert req.specifier.contains(locks[name]), f"locked {name}=={locks[name]} is outside {req}"

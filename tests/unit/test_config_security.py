@@ -1,4 +1,5 @@
-"""The [oauth], [limits] and [sandbox] tables and oauth_subjects: valid forms and clear errors."""
+"""The [oauth], [limits] and [sandbox] tables and oauth_subjects: valid forms and clear errors, and no
+error that quotes a secret put in the wrong place."""
 
 from __future__ import annotations
 
@@ -89,3 +90,51 @@ def test_a_subject_maps_to_one_principal() -> None:
     ]
     with pytest.raises(ConfigError, match="share the oauth subject"):
         parse_config({**BASE, "principal": two})
+
+
+TOKEN = "nw-token-7fQ2xLp9"
+"""A bearer token typed where it does not belong: no error may repeat it."""
+
+
+@pytest.mark.parametrize(
+    ("tables", "message"),
+    [
+        (
+            {"principal": [{"id": "alice", "workspaces": ["file:///srv/notes"], "token_sha256": [TOKEN]}]},
+            "[[principal]] #1 token_sha256: entries must be 64 lowercase hex digits (the SHA-256 of a token",
+        ),
+        ({"principal": [{"id": "alice", "workspaces": TOKEN}]}, "[[principal]] #1 workspaces must be a list"),
+        ({"principal": [{"workspaces": []}]}, "[[principal]] #1 needs id: a principal name"),
+        ({"http": {"port": TOKEN}}, "[http] port must be an integer 0-65535; got a string"),
+        ({"http": {"port": 70000}}, "[http] port must be an integer 0-65535; got 70000"),
+        (
+            {"http": {"allowed_origins": ["http://a", 7]}},
+            "allowed_origins must be a list of non-empty strings; item 2 is 7",
+        ),
+        ({"http": {"token": TOKEN}}, "unknown key(s) token in [http]; allowed: allowed_origins, host,"),
+        ({"limits": {"destructive_per_minute": TOKEN}}, "[limits] destructive_per_minute must be an integer"),
+        ({"sandbox": {"enabled": TOKEN}}, "[sandbox] enabled must be true or false; got a string"),
+        ({"stdio": {"principal": [TOKEN]}}, "[stdio] principal must be a non-empty string; got a list"),
+        (
+            {"oauth": {**OAUTH, "connect_client_id": 5}},
+            "[oauth] connect_client_id must be a non-empty string",
+        ),
+        (
+            {"confirmation_ttl_seconds": TOKEN},
+            "confirmation_ttl_seconds must be a number of seconds between 1",
+        ),
+        ({"storage": {"database_url": 5}}, "[storage] database_url must be a PostgreSQL URL; got 5"),
+        (
+            {"storage": {"ledger": "postgres", "database_url": f"postgresql://u:{TOKEN}@h/db?x=y=z"}},
+            "not a valid",
+        ),
+        ({"http": TOKEN}, "http must be a table; got a string"),
+    ],
+)
+def test_errors_name_the_key_what_is_allowed_and_what_was_given_but_never_a_secret(
+    tables: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        config(**tables)
+    assert message in str(info.value)
+    assert TOKEN not in str(info.value)

@@ -22,6 +22,8 @@ from notewarden.notes.markdown import headings
 from notewarden.services import Services, open_services
 from notewarden.tools.registry import ToolCall, ToolRegistry
 
+pytestmark = pytest.mark.resolves_files
+
 WORDS = st.sampled_from(
     ["alpha", "Beta", "café", "naïve", "☕", "x", "Projects", "Atlas", "—", "“q”", "#", ">"]
 )

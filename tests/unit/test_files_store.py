@@ -32,6 +32,8 @@ from notewarden.scope.fsroot import (
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
+pytestmark = pytest.mark.resolves_files
+
 ODD_BYTES = "# Ünïcode — TPS\r\nline two\r\n\ttabbed\u00a0nbsp\nno newline at the end".encode()
 
 

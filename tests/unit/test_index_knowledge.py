@@ -21,6 +21,8 @@ from notewarden.notes.store import NoteFilter, PropertyTest
 from notewarden.scope.fsroot import WorkspaceRoot
 from tests.vault_cases import EXPECTED, TAGS, VAULT, write_vault
 
+pytestmark = pytest.mark.resolves_files
+
 WS = "file:///vault"
 
 

@@ -21,6 +21,8 @@ from notewarden.notes.index import INDEX_MIGRATIONS, STALE_BATCH, NoteIndex
 from notewarden.notes.model import match_words, search_terms
 from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
 
+pytestmark = pytest.mark.resolves_files
+
 WS = "file:///ws"
 
 

@@ -24,6 +24,8 @@ from notewarden.notes.ownership import (
 )
 from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_OWNER_NAME, WorkspaceRoot
 
+pytestmark = pytest.mark.resolves_files
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Iterator[WorkspaceRoot]:

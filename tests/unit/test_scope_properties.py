@@ -23,6 +23,8 @@ from notewarden.config import parse_config
 from notewarden.services import Services, open_services
 from notewarden.tools.registry import ToolCall, ToolRegistry
 
+pytestmark = pytest.mark.resolves_files
+
 KNOWN_CODES = {"invalid_workspace_uri", "workspace_not_granted", "path_refused", "note_missing", "no_match"}
 KNOWN_CODES |= {"not_a_note", "invalid_arguments", "too_many_matches"}
 OUTSIDE_TITLE = "OUTSIDE SECRET"

@@ -47,6 +47,7 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.resolves_files
 def test_a_missing_workspace_folder_is_one_line_naming_it_and_its_entry(deployment: Deployment) -> None:
     gone = deployment.root / "renamed-by-mistake"
     text = deployment.config.read_text().replace(str(deployment.private), str(gone))
@@ -150,6 +151,7 @@ def test_a_config_that_stops_parsing_is_a_503_with_a_reason_not_invalid_token(
     assert alice.request("tools/list").status == 200, "fixed: served again without a restart"
 
 
+@pytest.mark.resolves_files
 @pytest.mark.parametrize("path", [".hidden.md", "notes/.drafts/idea.md"])
 def test_names_starting_with_a_dot_are_refused_with_why(
     alice: RawMcp, deployment: Deployment, path: str
@@ -167,6 +169,7 @@ def test_names_starting_with_a_dot_are_refused_with_why(
     assert (deployment.notes / "todo.md").exists() and not (deployment.notes / path).exists()
 
 
+@pytest.mark.resolves_files
 def test_a_symlinked_folder_is_listed_as_skipped_with_why(alice: RawMcp, deployment: Deployment) -> None:
     vault = deployment.root / "real-vault"
     vault.mkdir()

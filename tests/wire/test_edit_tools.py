@@ -17,7 +17,7 @@ from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 from tests.wire.test_note_tools import accept_all
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS)]
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS), pytest.mark.resolves_files]
 
 PLAN = """---
 title: Plan

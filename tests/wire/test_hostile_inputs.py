@@ -22,6 +22,8 @@ from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
 from tests.schema import check_server_message
 from tests.wire.rawhttp import FORM, RawMcp, meta
 
+pytestmark = pytest.mark.resolves_files
+
 BIDI_NAME = "reports/invoice\u202egpj.md"  # shows as "invoicedm.jpg" when the override is honoured
 BIDI_TITLE = "Pay\u200b roll \u2066Q3\u2069"
 

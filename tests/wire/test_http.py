@@ -77,6 +77,7 @@ def test_tools_list_is_deterministic_and_honest(alice: RawMcp) -> None:
     assert first.result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "notewarden"
 
 
+@pytest.mark.resolves_files
 def test_notes_list(alice: RawMcp, deployment: Deployment) -> None:
     result = alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).result
     ids = [n["id"] for n in result["structuredContent"]["notes"]]
@@ -170,6 +171,7 @@ def test_unsupported_version_is_32022_with_exact_data(alice: RawMcp) -> None:
 # --- the confirmed delete ----------------------------------------------------------------
 
 
+@pytest.mark.resolves_files
 def test_round1_asks_with_a_form_and_a_sealed_state(alice: RawMcp, deployment: Deployment) -> None:
     result = round1(alice, deployment)
     request = result["inputRequests"]["delete_choice"]
@@ -204,6 +206,7 @@ def test_single_candidate_still_needs_confirmation(alice: RawMcp, deployment: De
     )
 
 
+@pytest.mark.resolves_files
 def test_accept_moves_the_chosen_note_to_trash_once(alice: RawMcp, deployment: Deployment) -> None:
     state = round1(alice, deployment)["requestState"]
     args = {"workspaceUri": deployment.notes_uri, "title": "TPS report"}
@@ -338,6 +341,7 @@ def test_missing_answer_asks_again(alice: RawMcp, deployment: Deployment) -> Non
     assert "delete_choice" in again.result["inputRequests"]
 
 
+@pytest.mark.resolves_files
 @pytest.mark.parametrize(
     "uri_suffix",
     ["-evil/secret.md", "/%2e%2e/private", "/../private", "/%2fetc", "?x=1", "#f", "/%252e%252e"],
@@ -368,6 +372,7 @@ def test_authorization_error_names_only_the_callers_grants(alice: RawMcp, deploy
     assert "bob" not in text and "secret" not in text
 
 
+@pytest.mark.resolves_files
 def test_folder_inside_the_workspace_scopes_the_candidates(alice: RawMcp, deployment: Deployment) -> None:
     result = alice.call(
         "notes_delete", {"workspaceUri": deployment.notes_uri + "/reports", "title": "TPS"}
@@ -416,6 +421,7 @@ def test_unknown_tool_is_32602(alice: RawMcp) -> None:
 # --- between the rounds: edits, revocation, expiry ------------------------------------
 
 
+@pytest.mark.resolves_files
 def test_note_edited_between_rounds_is_not_deleted(alice: RawMcp, deployment: Deployment) -> None:
     state = round1(alice, deployment)["requestState"]
     target = deployment.notes / "reports/tps-2019.md"
@@ -429,6 +435,7 @@ def test_note_edited_between_rounds_is_not_deleted(alice: RawMcp, deployment: De
     assert target.read_text().endswith("late edit\n") and trashed(deployment) == []
 
 
+@pytest.mark.resolves_files
 def test_note_replaced_between_rounds_is_not_deleted(alice: RawMcp, deployment: Deployment) -> None:
     state = round1(alice, deployment)["requestState"]
     target = deployment.notes / "reports/tps-2019.md"
@@ -475,6 +482,7 @@ def test_expired_state_is_refused(deployment: Deployment) -> None:
 # --- two processes, one config ----------------------------------------------------------
 
 
+@pytest.mark.resolves_files
 def test_two_processes_share_ledger_and_key(deployment: Deployment, http_server: HttpServer) -> None:
     other = start_http_server(deployment.config, deployment.root / "server-b.log")
     a, b = RawMcp(http_server.url, ALICE_TOKEN), RawMcp(other.url, ALICE_TOKEN)

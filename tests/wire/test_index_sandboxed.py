@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
 from tests.wire.rawhttp import RawMcp
+
+pytestmark = pytest.mark.resolves_files
 
 
 def test_an_in_place_edit_is_seen_by_the_next_call(deployment: Deployment, http_server: HttpServer) -> None:

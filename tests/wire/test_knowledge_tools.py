@@ -17,7 +17,7 @@ from tests.unit.test_links import rewrite_all
 from tests.vault_cases import EXPECTED, TAGS, write_vault
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS)]
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS), pytest.mark.resolves_files]
 
 TEMPLATE = "# {{title}}\n\nCreated {{date:dddd, D MMMM YYYY}}.\n\n## Log\n"
 

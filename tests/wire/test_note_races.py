@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.rawhttp import RawMcp
+
+pytestmark = pytest.mark.resolves_files
 
 
 def test_concurrent_updates_across_processes_lose_nothing(

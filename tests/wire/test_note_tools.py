@@ -14,7 +14,7 @@ from notewarden.tools.resources import ANY_WORKSPACE_TEMPLATE
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS)]
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("transport", TRANSPORTS), pytest.mark.resolves_files]
 
 ODD_BYTES = "---\ntitle: Odd bytes\n---\r\nÜnïcode — “quotes”\r\n\ttab\u00a0nbsp\nno final newline".encode()
 ALL_TOOLS = {

@@ -73,6 +73,7 @@ def choose(title_part: str, action: str = "accept", confirm: bool = True) -> Any
     return callback
 
 
+@pytest.mark.resolves_files
 async def test_sdk_client_drives_the_whole_delete(deployment: Deployment) -> None:
     async with recorded_client(deployment, elicitation_callback=choose("2019")) as client:
         result = await client.call_tool(

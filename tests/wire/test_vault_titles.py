@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, sdk_client
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.resolves_files]
 
 VAULT = {
     "Templates.md": "---\ntags: [template]\n---\n```markdown\n# {{title}}\n\nCreated {{date}}\n```\n",

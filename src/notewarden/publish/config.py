@@ -11,8 +11,10 @@
     auth = "bearer"                          # Authorization: Bearer <credential>
                                              # or "header:X-Api-Key" -> X-Api-Key: <credential>
 
-Rule: every URL here is HTTPS, or plain HTTP to a loopback address (development and tests);
-none carries user info, a query or a fragment.
+Rule 1: every URL here is HTTPS, or plain HTTP to a loopback address (development and tests);
+none carries user info, a query or a fragment. An error quotes a URL only when it has no user info
+(which may hold a password).
+Rule 2: the tables are checked as `toml_tables` Rule 1 says; errors are `ConfigError`s.
 """
 
 from __future__ import annotations
@@ -21,17 +23,18 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-__all__ = ["PublishConfigError", "PublishSettings", "PublishTarget", "check_web_url", "parse_publish"]
+from pydantic import AfterValidator, Field, StrictStr
+from pydantic.dataclasses import dataclass as table
+
+from notewarden.toml_tables import FORBID, ConfigError, Seconds, Tables, between, must, validate_table
+
+__all__ = ["PublishSettings", "PublishTarget", "check_web_url", "parse_publish"]
 
 _TARGET_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_HEADER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
-
-
-class PublishConfigError(ValueError):
-    pass
+_AUTH = re.compile(r"bearer|header:[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +67,27 @@ class PublishSettings:
         return check_web_url(f"http://{shown}:{port}", "[publish] page_url (derived from [http])").rstrip("/")
 
 
-def check_web_url(url: str, where: str) -> str:
+def _web_url(url: str) -> str:
+    """`url` if Rule 1 allows it, else a ValueError saying why."""
     parts = urlsplit(url)
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        raise PublishConfigError(f"{where} {url!r} must not carry user info, a query or a fragment")
-    if parts.scheme == "https" and parts.hostname:
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry user info: give the credential when connecting, not in the URL")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r} must not carry a query or a fragment")
+    if parts.hostname and (
+        parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(parts.hostname))
+    ):
         return url
-    if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
-        return url
-    raise PublishConfigError(
-        f"{where} {url!r} must be https://, or http:// to a loopback address (127.0.0.1, ::1, localhost)"
+    raise ValueError(
+        f"{url!r} must be https://, or http:// to a loopback address (127.0.0.1, ::1, localhost)"
     )
+
+
+def check_web_url(url: str, where: str) -> str:
+    try:
+        return _web_url(url)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -86,66 +99,61 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def parse_publish(raw: Any) -> PublishSettings:
+WebUrl = Annotated[StrictStr, AfterValidator(_web_url), Field(description="an https:// URL")]
+Origin = Annotated[
+    WebUrl,
+    AfterValidator(
+        must(
+            lambda url: urlsplit(url).path in ("", "/"),
+            lambda _: "must be an origin (no path): the pages live at /connect/",
+        )
+    ),
+]
+
+
+@table(frozen=True, config=FORBID)
+class _PublishTable:
+    page_url: Origin | None = Field(default=None, description="an https:// origin")
+    connect_ttl_seconds: Annotated[Seconds, between(1, 86400, "a number of seconds")] = 600.0
+    target: Tables = ()
+
+
+@table(frozen=True, config=FORBID)
+class _TargetTable:
+    id: Annotated[
+        StrictStr,
+        AfterValidator(must(_TARGET_ID.fullmatch, lambda v: f"{v!r} must match {_TARGET_ID.pattern}")),
+        Field(description="a target id"),
+    ]
+    url: WebUrl
+    auth: Annotated[
+        StrictStr,
+        AfterValidator(must(_AUTH.fullmatch, lambda _: "must be 'bearer' or 'header:<Header-Name>'")),
+        Field(description="'bearer' or 'header:<Header-Name>'"),
+    ]
+    title: Annotated[StrictStr, AfterValidator(must(str.strip, lambda _: "must not be blank"))] | None = (
+        Field(default=None, description="a non-empty string")
+    )
+
+
+def parse_publish(raw: Mapping[str, Any] | None) -> PublishSettings:
     """Parse the `[publish]` table; errors name the key and what is allowed."""
     if raw is None:
         return PublishSettings()
-    if not isinstance(raw, Mapping):
-        raise PublishConfigError("[publish] must be a table")
-    unknown = sorted(set(raw) - {"page_url", "connect_ttl_seconds", "target"})
-    if unknown:
-        raise PublishConfigError(
-            f"unknown key(s) {', '.join(unknown)} in [publish]; allowed: connect_ttl_seconds, page_url, target"
-        )
-    page_url = raw.get("page_url")
-    if page_url is not None:
-        if not isinstance(page_url, str):
-            raise PublishConfigError("[publish] page_url must be a string")
-        check_web_url(page_url, "[publish] page_url")
-        if urlsplit(page_url).path not in ("", "/"):
-            raise PublishConfigError(
-                "[publish] page_url must be an origin (no path): the pages live at /connect/"
-            )
-    ttl = raw.get("connect_ttl_seconds", 600)
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 86400:
-        raise PublishConfigError(
-            "[publish] connect_ttl_seconds must be a number of seconds between 1 and 86400"
-        )
-    entries = raw.get("target", [])
-    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-        raise PublishConfigError("[[publish.target]] must be an array of tables")
+    publish = validate_table(_PublishTable, raw, "[publish]")
     targets: dict[str, PublishTarget] = {}
-    for i, entry in enumerate(entries):
-        _add_target(targets, _parse_target(entry, f"[[publish.target]] #{i + 1}"))
-    return PublishSettings(page_url=page_url, connect_ttl_seconds=float(ttl), targets=targets)
-
-
-def _add_target(targets: dict[str, PublishTarget], target: PublishTarget) -> None:
-    if target.id in targets:
-        raise PublishConfigError(f"publish target {target.id!r} is defined twice")
-    targets[target.id] = target
-
-
-def _parse_target(entry: Mapping[str, Any], where: str) -> PublishTarget:
-    unknown = sorted(set(entry) - {"id", "title", "url", "auth"})
-    if unknown:
-        raise PublishConfigError(
-            f"unknown key(s) {', '.join(unknown)} in {where}; allowed: auth, id, title, url"
+    for i, entry in enumerate(publish.target):
+        target = validate_table(_TargetTable, entry, f"[[publish.target]] #{i + 1}")
+        if target.id in targets:
+            raise ConfigError(f"publish target {target.id!r} is defined twice")
+        bearer = target.auth == "bearer"
+        targets[target.id] = PublishTarget(
+            id=target.id,
+            title=target.title or target.id,
+            url=target.url,
+            header="Authorization" if bearer else target.auth.removeprefix("header:"),
+            scheme="Bearer" if bearer else None,
         )
-    values = {k: entry.get(k) for k in ("id", "url", "auth")}
-    for key, value in values.items():
-        if not isinstance(value, str) or not value:
-            raise PublishConfigError(f"{key} in {where} must be a non-empty string")
-    target_id, url, auth = str(values["id"]), str(values["url"]), str(values["auth"])
-    if not _TARGET_ID.fullmatch(target_id):
-        raise PublishConfigError(f"{where} id {target_id!r} must match {_TARGET_ID.pattern}")
-    check_web_url(url, f"{where} url")
-    title = entry.get("title", target_id)
-    if not isinstance(title, str) or not title.strip():
-        raise PublishConfigError(f"title in {where} must be a non-empty string")
-    if auth == "bearer":
-        return PublishTarget(id=target_id, title=title, url=url)
-    header = auth.removeprefix("header:")
-    if auth.startswith("header:") and _HEADER.fullmatch(header):
-        return PublishTarget(id=target_id, title=title, url=url, header=header, scheme=None)
-    raise PublishConfigError(f"auth in {where} must be 'bearer' or 'header:<Header-Name>', got {auth!r}")
+    return PublishSettings(
+        page_url=publish.page_url, connect_ttl_seconds=publish.connect_ttl_seconds, targets=targets
+    )

@@ -11,6 +11,10 @@ the two rounds of a confirmation wins.
 Rule 4: errors name what the caller sent and what *this* principal is granted, never
 what any other principal may use.
 
+Rule 5: scope sits below the configuration file: it reads what it needs of a configuration
+through `GrantConfig` (`notewarden.config.Config` is one) and re-reads the file with the loader it is
+given, so config may use scope's URI grammar and path rules without an import cycle.
+
 The result of a successful check is a `WorkspaceScope`: the only way other modules get
 a `WorkspaceRoot` (an open directory handle) to operate on. With a SQL note store the
 workspace is a name in the database, not a folder: the URI is parsed and matched the same
@@ -24,14 +28,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, Protocol, Self, TypeVar
 
 import anyio.to_thread
 import inotify_simple
 
-from notewarden.config import Config, ConfigError, load_config
 from notewarden.scope.fsroot import EscapeBlocked, FsError, NotARegularFile, NoteMissing, WorkspaceRoot
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
@@ -39,8 +43,10 @@ __all__ = [
     "DATABASE_WORKSPACE_IDENTITY",
     "AuthorizationError",
     "ConfigUnavailable",
+    "GrantConfig",
     "Grants",
     "ScopeError",
+    "WorkspaceFolderError",
     "WorkspaceScope",
     "check_workspace_folders",
 ]
@@ -58,6 +64,39 @@ class AuthorizationError(Exception):
 
 class ConfigUnavailable(Exception):
     """The configuration file became invalid while running: nothing is granted until it is fixed."""
+
+
+class WorkspaceFolderError(Exception):
+    """A configured workspace folder cannot be opened at start-up; the message names it and its entry."""
+
+
+class GrantedPrincipal(Protocol):
+    @property
+    def workspaces(self) -> tuple[FileUri, ...]: ...
+
+
+class NoteStorage(Protocol):
+    @property
+    def workspaces_are_directories(self) -> bool: ...
+
+
+class GrantConfig(Protocol):
+    """What `Grants` reads of a configuration (Rule 5)."""
+
+    @property
+    def source(self) -> Path | None: ...
+    @property
+    def workspaces(self) -> tuple[FileUri, ...]: ...
+    @property
+    def principals(self) -> Mapping[str, GrantedPrincipal]: ...
+    @property
+    def storage(self) -> NoteStorage: ...
+    def without_grants(self) -> Self:
+        """The same configuration granting nothing: what a file that stopped parsing grants."""
+        ...
+
+
+C = TypeVar("C", bound=GrantConfig)
 
 
 _WHY_NOT_OPENED: dict[type[FsError], str] = {
@@ -112,7 +151,7 @@ class WorkspaceScope:
         return self.workspace.joinpath(self.subtree)
 
 
-class Grants:
+class Grants(Generic[C]):
     """Live grants: configuration plus one open directory handle per configured workspace.
 
     The configuration file is watched, never read on the event loop (Rule 3 without blocking):
@@ -124,17 +163,19 @@ class Grants:
     was (an edit takes effect when it has been read), so a slow read delays nothing else. Where
     inotify is unavailable, and at least once a second anyway (network filesystems report no
     events), the file's stamp is compared in a worker thread instead. A file that no longer parses
-    refuses every grant until it is fixed (`problem` says so; HTTP answers 503).
+    refuses every grant until it is fixed (`problem` says so; HTTP answers 503). Without `reload`
+    the configuration is fixed (start-up checks): the file is neither watched nor read.
     """
 
-    def __init__(self, config: Config, *, reload: Callable[[Path], Config] = load_config) -> None:
+    def __init__(self, config: C, *, reload: Callable[[Path], C] | None = None) -> None:
         self._config = config
         self._reload = reload
-        self._stamp = _stamp(config.source)
+        self._source = config.source if reload is not None else None
+        self._stamp = _stamp(self._source)
         self._checked_at = time.monotonic()
         self._reloading = False
         self._reload_lock = threading.Lock()
-        self._watch = ConfigWatch.start(config.source) if config.source is not None else None
+        self._watch = ConfigWatch.start(self._source) if self._source is not None else None
         self._roots: dict[FileUri, WorkspaceRoot] = {}
         self._roots_lock = threading.Lock()
         self._directories = config.storage.workspaces_are_directories  # [storage] applies at start-up
@@ -142,12 +183,12 @@ class Grants:
         """Why every request is refused (the file stopped parsing), in words safe to show a client."""
 
     @property
-    def config(self) -> Config:
+    def config(self) -> C:
         return self._config
 
     async def refresh(self) -> None:
         """Bring the configuration up to date with its file before a request uses it (see the class)."""
-        if self._config.source is None or self._reloading:
+        if self._source is None or self._reloading:
             return
         forced = self._watch is not None and self._watch.names_changed()
         if self._watch is not None and self._watch.broken:
@@ -162,11 +203,11 @@ class Grants:
         finally:
             self._reloading = False
 
-    def reload_if_changed(self, *, force: bool = False, wait: bool = True) -> Config:
+    def reload_if_changed(self, *, force: bool = False, wait: bool = True) -> C:
         """Re-read the file if its stamp changed (or `force`); blocking, for worker threads. With
         `wait=False`, a read already under way in another thread is not waited for."""
-        source = self._config.source
-        if source is None or not self._reload_lock.acquire(blocking=wait):
+        source, reload = self._source, self._reload
+        if source is None or reload is None or not self._reload_lock.acquire(blocking=wait):
             return self._config
         try:
             stamp = _stamp(source)
@@ -177,10 +218,10 @@ class Grants:
                 return self._config
             self._stamp = stamp
             try:
-                fresh = self._reload(source)
+                fresh = reload(source)
             except Exception as exc:  # a broken edit must not widen or crash anything
                 logger.error("config reload failed; every grant is refused until fixed: %s", exc)
-                self._config = _without_grants(self._config)
+                self._config = self._config.without_grants()
                 self.problem = BROKEN_CONFIG
                 return self._config
             self.problem = None
@@ -230,7 +271,7 @@ class Grants:
 
     def open_all(self) -> None:
         """Open every configured workspace now, so a missing folder fails at start-up: a
-        `ConfigError` naming the folder and its config entry (the CLI prints it, exit 2)."""
+        `WorkspaceFolderError` naming the folder and its config entry (the CLI prints it, exit 2)."""
         for number, workspace in enumerate(self._config.workspaces, 1):
             try:
                 self.directory(workspace)
@@ -242,7 +283,7 @@ class Grants:
                     else f"--workspace {workspace.path}"
                 )
                 why = _WHY_NOT_OPENED.get(type(exc), f"cannot be opened ({exc})")
-                raise ConfigError(f"{entry}: the folder {workspace.path} {why}") from None
+                raise WorkspaceFolderError(f"{entry}: the folder {workspace.path} {why}") from None
 
     def directory(self, workspace: FileUri) -> WorkspaceRoot | None:
         """The workspace's open folder, or `None` when notes live in a database (no folder needed)."""
@@ -349,15 +390,11 @@ def _stamp(source: Path | None) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def check_workspace_folders(config: Config) -> None:
-    """Before anything else starts (and logs): every workspace folder opens, else a `ConfigError`
-    that names the folder and its config entry."""
+def check_workspace_folders(config: GrantConfig) -> None:
+    """Before anything else starts (and logs): every workspace folder opens, else a
+    `WorkspaceFolderError` that names the folder and its config entry."""
     grants = Grants(config)
     try:
         grants.open_all()
     finally:
         grants.close()
-
-
-def _without_grants(config: Config) -> Config:
-    return replace(config, principals={})

@@ -17,7 +17,8 @@ Rule 2: the allowances, nothing else.
 | `[sandbox] read_paths`                                      | read                            |
 | /dev/null                                                   | read, write                     |
 
-Nothing may be executed anywhere. The current directory is not allowed unless it is one of the
+The caller names the configured paths (`plan_for` takes them as plain values: scope does not read
+the configuration file). Nothing may be executed anywhere. The current directory is not allowed unless it is one of the
 above. Binding a TCP port (Landlock ABI 4) is allowed only for the HTTP port being served; a
 stdio server may bind none.
 
@@ -40,7 +41,7 @@ import errno
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -48,8 +49,6 @@ from typing import Final
 import landlockpy
 from landlockpy import AccessFS, AccessNet, Scope
 from landlockpy.flags import LATEST_ABI
-
-from notewarden.config import Config
 
 __all__ = ["SandboxPlan", "SandboxReport", "apply_sandbox", "plan_for"]
 
@@ -100,21 +99,20 @@ class SandboxReport:
     abi: int = 0
 
 
-def plan_for(config: Config, shared_state_dirs: Sequence[Path] = ()) -> SandboxPlan:
-    """The allowances of Rule 2 for this configuration (paths that do not exist are dropped later)."""
-    read_write = [Path(w.path) for w in config.workspaces] + [config.state_dir, *shared_state_dirs]
+def plan_for(
+    *,
+    read_write: Iterable[Path],
+    read_paths: Iterable[Path] = (),
+    config_files: Iterable[Path] = (),
+) -> SandboxPlan:
+    """The allowances of Rule 2 (paths that do not exist are dropped later): `read_write` is the
+    workspaces and the state dirs, `read_paths` the `[sandbox] read_paths`, `config_files` the config
+    file and the JWKS file, whose directories' files may be read."""
     python = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     cwd = os.getcwd()
     python |= {p for p in sys.path if p and os.path.abspath(p) != cwd}
-    read = (
-        [Path(p) for p in sorted(python)] + [Path(p) for p in SYSTEM_READ] + list(config.sandbox.read_paths)
-    )
-    files = [Path(p) for p in SYSTEM_READ_FILES]
-    if config.source is not None:
-        read_dirs_of = [config.source.resolve()]
-        if config.oauth is not None and config.oauth.jwks_file is not None:
-            read_dirs_of.append(config.oauth.jwks_file)
-        files += [p.parent for p in read_dirs_of]
+    read = [Path(p) for p in sorted(python)] + [Path(p) for p in SYSTEM_READ] + list(read_paths)
+    files = [Path(p) for p in SYSTEM_READ_FILES] + [p.parent for p in config_files]
     return SandboxPlan(tuple(read_write), tuple(read), tuple(files))
 
 
@@ -127,18 +125,12 @@ def thread_count() -> int:
         return threading.active_count()
 
 
-def apply_sandbox(
-    config: Config,
-    *,
-    enabled: bool = True,
-    bind_port: int | None = None,
-    shared_state_dirs: Sequence[Path] = (),
-) -> SandboxReport:
-    """Confine this process to `plan_for(config, shared_state_dirs)` (module Rules 1-3) and log what was done.
+def apply_sandbox(plan: SandboxPlan, *, enabled: bool = True, bind_port: int | None = None) -> SandboxReport:
+    """Confine this process to `plan` (module Rules 1-3) and log what was done.
 
     `bind_port` is the one TCP port the process may listen on (HTTP); None allows none.
     """
-    if not (enabled and config.sandbox.enabled):
+    if not enabled:
         logger.warning(
             "sandbox disabled by configuration or --no-sandbox: the process is not confined by Landlock",
             extra={"event": "sandbox", "sandbox": "disabled"},
@@ -163,7 +155,6 @@ def apply_sandbox(
             f"the sandbox must be applied before any thread starts, but {threads} threads exist; "
             "apply it first thing in main()"
         )
-    plan = plan_for(config, shared_state_dirs)
     with landlockpy.Ruleset(
         handled_fs=HANDLED, handled_net=AccessNet.BIND_TCP, scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL
     ) as ruleset:

@@ -27,6 +27,7 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from notewarden.config import Config
 from notewarden.scope.grants import Grants
 from notewarden.web.body import peek_body
 from notewarden.web.oauth import READ, covering_scopes, satisfies
@@ -50,7 +51,7 @@ class RefreshConfig:
     """First on every HTTP request: the configuration is brought up to date with its file before
     the token table is consulted (`Grants.refresh`)."""
 
-    def __init__(self, app: ASGIApp, *, grants: Grants) -> None:
+    def __init__(self, app: ASGIApp, *, grants: Grants[Config]) -> None:
         self.app = app
         self.grants = grants
 

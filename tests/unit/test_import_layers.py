@@ -1,0 +1,49 @@
+"""Who may import whom (the layer map of docs/architecture.md), read from the sources with `ast`.
+
+Every import counts: at module level, inside a function, under `if TYPE_CHECKING`. Only the
+directions that hold today are asserted here; add one when an edge is removed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "notewarden"
+
+
+def imports_of(unit: str) -> dict[str, list[str]]:
+    """The top-level units of notewarden (`config`, `scope`, ...) that `unit` imports, each with
+    the `file:line` places that import it."""
+    sources = (
+        sorted((PACKAGE / unit).rglob("*.py")) if (PACKAGE / unit).is_dir() else [PACKAGE / f"{unit}.py"]
+    )
+    found: dict[str, list[str]] = {}
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                whole = node.module == "notewarden"  # from notewarden import config
+                names = [f"notewarden.{alias.name}" for alias in node.names] if whole else [node.module]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "notewarden" and len(parts) > 1 and parts[1] != unit:
+                    place = f"{source.relative_to(PACKAGE)}:{node.lineno}"
+                    found.setdefault(parts[1], []).append(place)
+    return found
+
+
+def test_scope_does_not_import_config() -> None:
+    """config reads scope's URI grammar and path rules; scope takes the configuration as data
+    (`scope.grants.GrantConfig`, `scope.sandbox.plan_for`), so the two do not import each other."""
+    assert "scope" in imports_of("config"), "the scanner sees config's imports"
+    assert "config" not in imports_of("scope"), imports_of("scope")["config"]
+
+
+def test_the_domain_does_not_import_config() -> None:
+    """The configuration file is the wiring's business: the layers below it get plain values."""
+    for unit in ("scope", "ledger", "notes", "confirm", "forms", "publish"):
+        assert "config" not in imports_of(unit), (unit, imports_of(unit).get("config"))
