@@ -108,7 +108,7 @@ def trash(kit: Kit, note_id: str) -> str:
         return kit.store.move_to_trash(
             txn,
             kit.scope,
-            Candidate(note.id, note.title, note.identity),
+            Candidate(note.id, note.title, note.identity.as_file()),
             principal="alice",
             confirmation_id="c",
         ).trash_id

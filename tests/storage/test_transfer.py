@@ -76,15 +76,19 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
             current = store.read_note(scope, note_id)
             edited = current.data + b"\nedited\n"
             store.rewrite_note(scope, note_id, replace_with(edited, current.version), change=EDIT)
-            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
+            os.utime(
+                folder / note_id, ns=(current.note.identity.modified_ns, current.note.identity.modified_ns)
+            )
             store.rewrite_note(scope, note_id, replace_with(current.data, None), change=EDIT)  # back
-            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
+            os.utime(
+                folder / note_id, ns=(current.note.identity.modified_ns, current.note.identity.modified_ns)
+            )
         for note in store.notes_by_id(scope, ["to-trash/one.md", "to-trash/two.md"]):
             with ledger.critical_section() as txn:
                 store.move_to_trash(
                     txn,
                     scope,
-                    Candidate(note.id, note.title, note.identity),
+                    Candidate(note.id, note.title, note.identity.as_file()),
                     principal="alice",
                     confirmation_id=secrets.token_hex(8),
                 )

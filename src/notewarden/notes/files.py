@@ -89,7 +89,7 @@ from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import IndexedNote, NoteIndex
-from notewarden.notes.model import TITLE_SCAN_BYTES, Note, content_version, extract_title
+from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content_version, extract_title
 from notewarden.notes.ownership import (
     WorkspaceOwnedElsewhere,
     claim_owner,
@@ -253,7 +253,7 @@ def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
 
 
 def _note(row: IndexedNote) -> Note:
-    return Note(id=row.id, title=row.title, identity=row.identity, aliases=row.aliases)
+    return Note(id=row.id, title=row.title, identity=NoteIdentity.of_file(row.identity), aliases=row.aliases)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -359,18 +359,20 @@ class FilesNoteStore:
         notes = []
         for note_id in note_ids:
             head, identity = scope.root.read_head(_inside(scope, note_id), TITLE_SCAN_BYTES)
-            notes.append(Note(id=note_id, title=extract_title(head, note_id), identity=identity))
+            notes.append(
+                Note(id=note_id, title=extract_title(head, note_id), identity=NoteIdentity.of_file(identity))
+            )
         return notes
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
         data, identity = scope.root.read_note(_inside(scope, note_id))
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
         scope.root.require_in_place()
         identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
 
     def rewrite_note(
         self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
@@ -405,15 +407,17 @@ class FilesNoteStore:
                 body=None,
             )
             root.keep_version(
-                note_id, saved.version_id, before.note.identity, before.data, sync=self._sync_trash
+                note_id, saved.version_id, before.note.identity.as_file(), before.data, sync=self._sync_trash
             )
             txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
-            identity = root.replace_note(note_id, data, expected=before.note.identity)
+            identity = root.replace_note(note_id, data, expected=before.note.identity.as_file())
             txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
             pruned = self.history.prune(txn, workspace, note_id)
         self._purge_saved(root, pruned)
         return Rewritten(
-            before, NoteContent(Note(note_id, extract_title(data, note_id), identity), data), saved
+            before,
+            NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data),
+            saved,
         )
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
@@ -467,7 +471,7 @@ class FilesNoteStore:
             _refuse_taken(root, new_id)
             planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
             head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
-            note = Note(note_id, extract_title(head, note_id), entry.identity)
+            note = Note(note_id, extract_title(head, note_id), NoteIdentity.of_file(entry.identity))
             return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
         relinked: list[Relinked] = []
         pruned: list[str] = []
@@ -512,7 +516,9 @@ class FilesNoteStore:
         self._purge_saved(root, pruned)
         self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
-        return Moved(Note(new_id, extract_title(head, new_id), identity), tuple(relinked))
+        return Moved(
+            Note(new_id, extract_title(head, new_id), NoteIdentity.of_file(identity)), tuple(relinked)
+        )
 
     def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[_Planned]:
         """Every note of the workspace (not only of the scope's folder: links resolve across the
@@ -588,11 +594,18 @@ class FilesNoteStore:
             before = planned.before
             try:
                 root.keep_version(
-                    planned.note_id, step["saved"], before.note.identity, before.data, sync=self._sync_trash
+                    planned.note_id,
+                    step["saved"],
+                    before.note.identity.as_file(),
+                    before.data,
+                    sync=self._sync_trash,
                 )
                 try:
                     root.replace_note(
-                        planned.note_id, planned.data, expected=before.note.identity, temp_name=step["tmp"]
+                        planned.note_id,
+                        planned.data,
+                        expected=before.note.identity.as_file(),
+                        temp_name=step["tmp"],
                     )
                 except IdentityMismatch:
                     root.purge_history_entry(step["saved"])
@@ -691,7 +704,11 @@ class FilesNoteStore:
             identity = scope.root.trash_entry(trash_id)
             if identity is None:
                 continue  # purged but not yet committed, or removed by hand: recovery drops the row
-            entries.append(TrashedNote(trash_id, note_id, title, deleted_at, identity.size, identity))
+            entries.append(
+                TrashedNote(
+                    trash_id, note_id, title, deleted_at, identity.size, NoteIdentity.of_file(identity)
+                )
+            )
         return entries
 
     def restore(
@@ -718,7 +735,7 @@ class FilesNoteStore:
             root.purge_trash_entry(trash_id + _SIDECAR)
         self.index.note_changed(str(scope.workspace), root, target)
         head, _ = root.read_head(target, TITLE_SCAN_BYTES)
-        return Note(target, extract_title(head, target), identity)
+        return Note(target, extract_title(head, target), NoteIdentity.of_file(identity))
 
     def purge_trash(
         self,
@@ -733,7 +750,8 @@ class FilesNoteStore:
         txn.lock_workspace(str(scope.workspace))
         require_owner(txn, scope)
         for entry in entries:
-            if root.trash_entry(entry.trash_id) != entry.identity:
+            found = root.trash_entry(entry.trash_id)
+            if (None if found is None else NoteIdentity.of_file(found)) != entry.identity:
                 raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
         for done, entry in enumerate(entries, 1):
             txn.execute(
@@ -820,7 +838,7 @@ class FilesNoteStore:
             title=candidate.title,
             deleted_at=deleted_at,
             size=identity.size,
-            identity=identity,
+            identity=NoteIdentity.of_file(identity),
         )
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:

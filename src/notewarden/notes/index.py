@@ -96,7 +96,7 @@ from notewarden.notes.links import (
     resolve_path,
 )
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
-from notewarden.notes.model import Note, matched_name, nearly_same, note_stem, title_words
+from notewarden.notes.model import Note, NoteIdentity, matched_name, nearly_same, note_stem, title_words
 from notewarden.notes.store import (
     LinkView,
     NoteChange,
@@ -633,7 +633,7 @@ class NoteIndex:
                 (workspace, note_id),
             )
             return NoteLinks(
-                Note(note.id, note.title, note.identity),
+                Note(note.id, note.title, NoteIdentity.of_file(note.identity)),
                 views,
                 back,
                 total,

@@ -12,13 +12,13 @@ it, both changes. There is nothing to recover.
 
 Rule 1 (the note model is the files store's): a note belongs to a workspace URI, its id is a
 relative path under `fsroot.split_relative`'s rules (checked on write), and its title is found
-in its body by the same rule (front matter, first heading, file stem). A row's identity fills
-`FileIdentity`'s four integers:
+in its body by the same rule (front matter, first heading, file stem). A row's identity
+(`model.NoteIdentity`) is:
 
-    dev       the row's version: a trigger bumps it on every UPDATE, whoever the writer is
-    ino       the row id, never reused: a note deleted and created again is another note
-    mtime_ns  when the row last changed (shown to the user; milliseconds on SQLite)
-    size      the body's length in bytes
+    key          (row id, version): the id is never reused (a note deleted and created again is
+                 another note); a trigger bumps the version on every UPDATE, whoever the writer is
+    modified_ns  when the row last changed (shown to the user; milliseconds on SQLite)
+    size         the body's length in bytes
 
 so a note edited or replaced since round 1 fails the move's match and nothing is deleted.
 
@@ -82,7 +82,7 @@ from notewarden.notes.derived import (
 )
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
-from notewarden.notes.model import Note, nearly_same, note_stem, title_words
+from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
@@ -105,7 +105,6 @@ from notewarden.notes.store import (
     VersionConflict,
 )
 from notewarden.scope.fsroot import (
-    FileIdentity,
     FsError,
     IdentityMismatch,
     NoteExists,
@@ -542,8 +541,8 @@ def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
-def _identity(row_id: int, version: int, modified_ns: int, size: int) -> FileIdentity:
-    return FileIdentity(dev=version, ino=row_id, mtime_ns=modified_ns, size=size)
+def _identity(row_id: int, version: int, modified_ns: int, size: int) -> NoteIdentity:
+    return NoteIdentity((row_id, version), modified_ns, size)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -1096,6 +1095,7 @@ class SqlNoteStore:
                 return Rewritten(before, before, None)
             body = _text(data)
             facts = derive(target, body)
+            _, version = before.note.identity.key
             written = txn.execute(
                 sql["write"],
                 (
@@ -1104,7 +1104,7 @@ class SqlNoteStore:
                     *derived_values(txn.dialect, target, body, facts),
                     workspace,
                     note_id,
-                    before.note.identity.dev,
+                    version,
                 ),
             )
             if not written:
@@ -1221,13 +1221,9 @@ class SqlNoteStore:
     def _linking_notes(self, db: SqlSession, workspace: str, moved: Note, moved_to: str) -> list[str]:
         """The notes with a link whose target the move can change (as `NoteIndex.linking_notes`)."""
         sql = _STATEMENTS[db.dialect]
-        keys = [
-            links.name_key(moved_to),
-            *(k for (k,) in db.execute(sql["aliases_of"], (moved.identity.ino,))),
-        ]
-        rows = db.execute(
-            sql["linking"].format(marks=", ".join("?" * len(keys))), (moved.identity.ino, workspace, *keys)
-        )
+        row_id, _ = moved.identity.key
+        keys = [links.name_key(moved_to), *(k for (k,) in db.execute(sql["aliases_of"], (row_id,)))]
+        rows = db.execute(sql["linking"].format(marks=", ".join("?" * len(keys))), (row_id, workspace, *keys))
         return sorted({moved.id, *(str(r[0]) for r in rows)})
 
     # --- the trash: every change inside the ledger's transaction --------------------------------
@@ -1247,7 +1243,8 @@ class SqlNoteStore:
         txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
         trash_id = _new_trash_id()
         deleted_at = time.time()
-        match = (workspace, note_id, candidate.identity.ino, candidate.identity.dev)
+        row_id, version = NoteIdentity.of_file(candidate.identity).key
+        match = (workspace, note_id, row_id, version)
         row = (trash_id, candidate.title, principal, confirmation_id, deleted_at)
         params = (*row, *match) if txn.dialect == "sqlite" else (*match, *row)
         moved = txn.execute(sql["trash_move"], params)
@@ -1256,10 +1253,10 @@ class SqlNoteStore:
                 raise IdentityMismatch(f"note {note_id!r} was edited or replaced since it was shown")
             raise NoteMissing(f"note {note_id!r} no longer exists")
         if "trash_move_done" in sql:
-            txn.execute(sql["trash_move_done"], (candidate.identity.ino,))
+            txn.execute(sql["trash_move_done"], (row_id,))
         ((modified_ns, size),) = moved
         self.history.to_trash(txn, workspace, note_id, trash_id)
-        identity = _identity(candidate.identity.ino, candidate.identity.dev, modified_ns, size)
+        identity = _identity(row_id, version, modified_ns, size)
         return TrashedNote(trash_id, note_id, candidate.title, deleted_at, size, identity)
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:

@@ -30,8 +30,8 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry
-from notewarden.notes.model import Note, content_version
-from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
+from notewarden.notes.model import Note, NoteIdentity, content_version
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
@@ -71,7 +71,7 @@ class TrashedNote:
     title: str
     deleted_at: float
     size: int = 0
-    identity: FileIdentity | None = None
+    identity: NoteIdentity | None = None
     """What the trash entry was when listed: a purge confirmed for it refuses another file."""
 
 
@@ -254,7 +254,8 @@ class NoteStore(Protocol):
         principal: str,
         confirmation_id: str,
     ) -> TrashedNote:
-        """Move the confirmed note to the trash inside `txn`, after checking it is still that file.
+        """Move the confirmed note to the trash inside `txn`, after checking it is still that note
+        (`candidate.identity` holds `NoteIdentity.as_file` of the note that was shown).
 
         Raises `fsroot.IdentityMismatch` when the note changed since it was shown, and
         `fsroot.NoteMissing` when it is gone.

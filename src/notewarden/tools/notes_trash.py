@@ -98,7 +98,7 @@ def selection_digest(entries: Sequence[TrashedNote]) -> str:
     digest = hashlib.sha256()
     for e in sorted(entries, key=lambda e: e.trash_id):
         i = e.identity
-        digest.update(f"{e.trash_id}\0{i and (i.dev, i.ino, i.mtime_ns, i.size)}\n".encode())
+        digest.update(f"{e.trash_id}\0{i and (*i.key, i.modified_ns, i.size)}\n".encode())
     return digest.hexdigest()
 
 
