@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.ledger.sqlite import apply_migrations
 from notewarden.notes.index import INDEX_MIGRATIONS, STALE_BATCH, NoteIndex
 from notewarden.notes.model import match_words, search_terms
 from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
+from notewarden.sqlite_migrations import apply_migrations
 
 WS = "file:///ws"
 

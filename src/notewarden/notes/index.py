@@ -85,7 +85,6 @@ from typing import Any
 
 import inotify_simple
 
-from notewarden.ledger.sqlite import apply_migrations
 from notewarden.notes.links import (
     MappedVault,
     VaultLookup,
@@ -118,6 +117,7 @@ from notewarden.scope.fsroot import (
     split_dir,
     split_relative,
 )
+from notewarden.sqlite_migrations import apply_migrations
 
 __all__ = ["INDEX_BODY_BYTES", "IndexedNote", "NoteIndex"]
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from notewarden.ledger.sqlite import SqlitePool, apply_migrations
+from notewarden.ledger.sqlite import SqlitePool
 from notewarden.publish.vault import Sealer, credential_binding, credential_sealer
+from notewarden.sqlite_migrations import apply_migrations
 
 __all__ = ["AskedBy", "Completion", "ConnectionStatus", "Connections", "PendingConnection"]
 
