@@ -70,7 +70,8 @@ from notewarden.ledger import DURABILITY_LEVELS, Durability
 from notewarden.notes.daily import DailyNotes, format_moment
 from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishConfigError, PublishSettings, parse_publish
-from notewarden.scope.fsroot import PathRejected, split_relative
+from notewarden.scope.fs_errors import PathRejected
+from notewarden.scope.note_paths import split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [

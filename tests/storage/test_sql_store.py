@@ -17,7 +17,7 @@ from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import Note, content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
-from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.tools.notes_publish import read_note

@@ -27,14 +27,9 @@ from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.history import HISTORY_COLUMNS, Change
 from notewarden.notes.ownership import read_owner
 from notewarden.notes.store import replace_with
-from notewarden.scope.fsroot import (
-    HISTORY_DIR_NAME,
-    TRASH_DIR_NAME,
-    TRASH_JOURNAL_NAME,
-    TRASH_OWNER_NAME,
-    WorkspaceRoot,
-)
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
 from notewarden.storage import STORE_SCHEMAS, upgrade_schema
 from tests.pg import PgDatabase, database_url

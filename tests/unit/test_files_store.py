@@ -17,19 +17,13 @@ from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import content_version
-from notewarden.notes.ownership import WorkspaceOwnedElsewhere, intent_line, read_owner
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere, read_owner
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
-from notewarden.scope.fsroot import (
-    TRASH_DIR_NAME,
-    TRASH_JOURNAL_NAME,
-    TRASH_OWNER_NAME,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-)
+from notewarden.notes.trash_journal import append_line, intent_line, read_journal, reset_journal
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
 
 ODD_BYTES = "# Ünïcode — TPS\r\nline two\r\n\ttabbed\u00a0nbsp\nno newline at the end".encode()
@@ -195,14 +189,14 @@ def half_done_delete(scope: WorkspaceScope, note_id: str, trash_id: str, ledger_
     entry, no trash row. `ledger_id` None: a line of an earlier version, which named no ledger."""
     if ledger_id is None:
         line = json.dumps({"trash_id": trash_id, "note_id": note_id, "workspace": str(scope.workspace)})
-        scope.root.append_trash_journal(line.encode() + b"\n")
+        append_line(scope.root, line.encode() + b"\n")
     else:
-        scope.root.append_trash_journal(intent_line(trash_id, note_id, str(scope.workspace), ledger_id))
+        append_line(scope.root, intent_line(trash_id, note_id, str(scope.workspace), ledger_id))
     scope.root.quarantine(note_id, trash_id, scope.root.stat_note(note_id).identity)
 
 
 def journal(scope: WorkspaceScope) -> list[str]:
-    return scope.root.read_trash_journal(1 << 20).decode().splitlines()
+    return read_journal(scope.root, 1 << 20).decode().splitlines()
 
 
 def test_recovery_moves_an_uncommitted_delete_back_and_empties_the_journal(
@@ -256,9 +250,10 @@ def test_an_earlier_versions_line_is_settled_where_its_row_committed(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
 ) -> None:
     trash_id = trash(store, ledger, scope, "todo.md")
-    scope.root.reset_trash_journal(
+    reset_journal(
+        scope.root,
         json.dumps({"trash_id": trash_id, "note_id": "todo.md", "workspace": str(scope.workspace)}).encode()
-        + b"\n"
+        + b"\n",
     )
     with ledger.critical_section() as txn:
         assert store.recover(txn, scope.workspace, scope.root) == 0

@@ -90,13 +90,7 @@ from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import IndexedNote, NoteIndex
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content_version, extract_title
-from notewarden.notes.ownership import (
-    WorkspaceOwnedElsewhere,
-    claim_owner,
-    committed_line,
-    intent_line,
-    parse_journal,
-)
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere, claim_owner
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
     Moved,
@@ -115,16 +109,18 @@ from notewarden.notes.store import (
     TrashedNote,
     VersionConflict,
 )
-from notewarden.scope.fsroot import (
-    MOVE_JOURNAL_NAME,
-    FsError,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
+from notewarden.notes.trash_journal import (
+    append_line,
+    committed_line,
+    intent_line,
+    parse_journal,
+    read_journal,
+    reset_journal,
 )
+from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import MOVE_JOURNAL_NAME
 from notewarden.scope.uri import FileUri
 
 __all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
@@ -802,7 +798,7 @@ class FilesNoteStore:
         trash_id = _new_trash_id()
         deleted_at = time.time()
         intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
-        root.append_trash_journal(intent, sync=self._sync_trash)
+        append_line(root, intent, sync=self._sync_trash)
         committed = committed_line(trash_id, ledger_id)
         self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
         identity = root.quarantine(candidate.id, trash_id, candidate.identity)
@@ -812,7 +808,7 @@ class FilesNoteStore:
             self.index.note_changed(workspace, root, candidate.id)
 
         txn.on_rollback(put_back)
-        txn.on_commit(lambda: root.append_trash_journal(committed, sync=False))
+        txn.on_commit(lambda: append_line(root, committed, sync=False))
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
@@ -873,7 +869,7 @@ class FilesNoteStore:
         """Settle the journal's lines of the transaction's ledger: move back what did not commit, then
         rewrite the journal with the lines it could not act on and every other ledger's lines
         (`notes.ownership` Rule 1). The caller holds the workspace's lock."""
-        journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        journal = read_journal(root, _JOURNAL_READ_MAX)
         lines, unreadable = parse_journal(journal)
         if unreadable:
             logger.error("unreadable lines of the trash journal dropped", extra={"workspace": workspace})
@@ -897,7 +893,7 @@ class FilesNoteStore:
                 extra={"workspace": workspace, "lines": foreign},
             )
         if len(journal) < _JOURNAL_READ_MAX:
-            root.reset_trash_journal(b"".join(kept))
+            reset_journal(root, b"".join(kept))
             self._journaled[workspace] = 0
         return recovered
 

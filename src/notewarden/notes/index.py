@@ -106,17 +106,9 @@ from notewarden.notes.store import (
     SearchMatch,
     TagCount,
 )
-from notewarden.scope.fsroot import (
-    NOTE_SUFFIXES,
-    DirListing,
-    DirStamp,
-    FileIdentity,
-    FsError,
-    PathRejected,
-    WorkspaceRoot,
-    split_dir,
-    split_relative,
-)
+from notewarden.scope.fs_errors import FsError, PathRejected
+from notewarden.scope.fsroot import DirListing, DirStamp, FileIdentity, WorkspaceRoot
+from notewarden.scope.note_paths import NOTE_SUFFIXES, split_dir, split_relative
 from notewarden.sqlite_migrations import apply_migrations
 
 __all__ = ["INDEX_BODY_BYTES", "IndexedNote", "NoteIndex"]

@@ -11,7 +11,7 @@ A crash anywhere before COMMIT leaves the note in `notes` and the confirmation u
 it, both changes. There is nothing to recover.
 
 Rule 1 (the note model is the files store's): a note belongs to a workspace URI, its id is a
-relative path under `fsroot.split_relative`'s rules (checked on write), and its title is found
+relative path under `note_paths.split_relative`'s rules (checked on write), and its title is found
 in its body by the same rule (front matter, first heading, file stem). A row's identity
 (`model.NoteIdentity`) is:
 
@@ -104,16 +104,10 @@ from notewarden.notes.store import (
     TrashedNote,
     VersionConflict,
 )
-from notewarden.scope.fsroot import (
-    FsError,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-    split_relative,
-)
+from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.scope.uri import FileUri
 
 __all__ = ["SQL_STORE_SCHEMA", "SqlNoteStore", "derived_values"]

@@ -48,7 +48,7 @@ from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.model import match_words, matched_name
 from notewarden.notes.store import TrashedNote
-from notewarden.scope.fsroot import IdentityMismatch, NoteMissing
+from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.registry import (

@@ -67,8 +67,8 @@ from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
 from notewarden.publish.ledger_connections import ConnectionStore
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
-from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.services import Services
 from notewarden.tools.registry import (
     MissingCapability,

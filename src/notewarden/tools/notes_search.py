@@ -33,8 +33,9 @@ import mcp_types as types
 
 from notewarden.notes.model import search_terms
 from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, SearchHit, SearchMatch
-from notewarden.scope.fsroot import PathRejected, split_relative
+from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.services import Services
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink

@@ -40,7 +40,7 @@ from notewarden.confirm.state import ConfirmationState, InvalidState, Selection,
 from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import ProgressSink, TrashedNote
-from notewarden.scope.fsroot import IdentityMismatch, NoteExists
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
