@@ -88,7 +88,8 @@ from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
-from notewarden.notes.index import IndexedNote, NoteIndex
+from notewarden.notes.index import NoteIndex
+from notewarden.notes.index_refresh import IndexedNote
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content_version, extract_title
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, claim_owner
 from notewarden.notes.store import (

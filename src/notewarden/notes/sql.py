@@ -260,7 +260,7 @@ _SQLITE_QUERIES = {
     "AND EXISTS (SELECT 1 FROM json_each(n.title_keys) k WHERE {contains}) ORDER BY n.path",
     "similar": f"SELECT {_COLUMNS['sqlite']} FROM notes_title_fts t CROSS JOIN notes n ON n.id = t.rowid "
     "WHERE notes_title_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} ORDER BY n.path LIMIT ?",
-    # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 5)
+    # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 2)
     "search": "SELECT * FROM (SELECT "
     f"{_COLUMNS['sqlite']}, bm25(notes_fts, 10.0, 2.0, 1.0) AS score, "
     "snippet(notes_fts, 2, '**', '**', '…', 16) FROM notes_fts CROSS JOIN notes n ON n.id = notes_fts.rowid "
