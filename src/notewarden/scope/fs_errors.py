@@ -7,6 +7,8 @@ contain absolute paths, not even the workspace's own; a rejected absolute note p
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "EscapeBlocked",
     "FsError",
@@ -16,6 +18,8 @@ __all__ = [
     "NoteMissing",
     "PathRejected",
     "WorkspaceMoved",
+    "escape_blocked",
+    "os_error",
 ]
 
 
@@ -49,3 +53,22 @@ class NoteExists(FsError):
 
 class WorkspaceMoved(FsError):
     """The workspace's configured path no longer names the directory this root holds (`fsroot` Rule 9)."""
+
+
+def os_error(display: str, exc: OSError) -> FsError:
+    """An ``OSError`` that no operation has a better word for, said per Rule 1."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return FsError(f"{display}: permission denied")
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathRejected(f"{display}: name too long")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return FsError(f"{display}: no space left in the workspace")
+    return FsError(f"{display}: {exc.strerror or 'error'}")
+
+
+def escape_blocked(display: str) -> EscapeBlocked:
+    """What resolution says when a component is a symlink or mount point (``fsroot`` Rules 1 and 3)."""
+    return EscapeBlocked(
+        f"{display}: a component is a symbolic link or mount point, or leaves the workspace; "
+        "symlinks are never followed and paths must stay on the workspace's own mount"
+    )

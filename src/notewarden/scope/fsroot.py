@@ -1,6 +1,6 @@
 """A capability for one workspace directory: with the modules it builds on (``note_paths``: the names it
-accepts; ``fs_syscalls``: openat2, renameat2, statx; ``fs_errors``) the only code in notewarden that touches
-workspace files.
+accepts; ``resolver``: opening beneath the held directory; ``fs_syscalls``: openat2, renameat2, statx;
+``fs_errors``) the only code in notewarden that touches workspace files.
 
 A ``WorkspaceRoot`` holds an open directory fd, like Go's ``os.Root`` or Rust's ``cap_std::fs::Dir``, and
 resolves every note path relative to that fd. Linux only. Every path and name it is given is checked
@@ -11,8 +11,8 @@ listed as notes or folders (``list_dir`` reports each in ``skipped``, with why),
 or as the note itself raises ``EscapeBlocked``. Intermediate components
 are resolved with ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 RESOLVE_NO_XDEV)``; where openat2 is unavailable (ENOSYS, or EPERM/EINVAL/E2BIG from seccomp filters), or
-when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``fs_syscalls``
-Rule 1). The last component is then used with ``*at()`` calls relative to the parent fd and no-follow flags.
+when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``resolver`` Rule 1,
+``fs_syscalls`` Rule 1). The last component is then used with ``*at()`` calls relative to the parent fd and no-follow flags.
 
 Rule 2: no path string is ever re-opened by name from the root of the filesystem. The configured
 workspace path is opened once in ``WorkspaceRoot.open``; afterwards only the held fd is used, so renaming
@@ -84,6 +84,8 @@ from notewarden.scope.fs_errors import (
     NoteMissing,
     PathRejected,
     WorkspaceMoved,
+    escape_blocked,
+    os_error,
 )
 from notewarden.scope.fs_syscalls import (
     DIR_PATH,
@@ -93,7 +95,6 @@ from notewarden.scope.fs_syscalls import (
     fsync_dir,
     mount_id,
     probe_openat2,
-    raw_openat2,
     rename_noreplace,
     renameat2,
     write_all,
@@ -110,6 +111,7 @@ from notewarden.scope.note_paths import (
     split_dir,
     split_relative,
 )
+from notewarden.scope.resolver import Resolver
 
 __all__ = [
     "FORCE_FALLBACK_ENV",
@@ -179,35 +181,17 @@ SKIPPED_SYMLINK: Final = (
 SKIPPED_OTHER_FILESYSTEM: Final = "on another filesystem (a mount point): not read"
 
 
-def _generic(display: str, exc: OSError) -> FsError:
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return FsError(f"{display}: permission denied")
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathRejected(f"{display}: name too long")
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return FsError(f"{display}: no space left in the workspace")
-    return FsError(f"{display}: {exc.strerror or 'error'}")
-
-
-def _escape(display: str) -> EscapeBlocked:
-    return EscapeBlocked(
-        f"{display}: a component is a symbolic link or mount point, or leaves the workspace; "
-        "symlinks are never followed and paths must stay on the workspace's own mount"
-    )
-
-
 class WorkspaceRoot:
     """An open workspace directory; every operation resolves beneath it (see the module rules)."""
 
-    __slots__ = ("_dev", "_fd", "_ino", "_label", "_mnt", "_path", "_resolver")
+    __slots__ = ("_dev", "_fd", "_ino", "_label", "_path", "_resolve")
 
     def __init__(self, fd: int, resolver: str, path: str | None = None, label: str | None = None) -> None:
         st = os.fstat(fd)
         self._fd: int | None = fd
         self._dev = st.st_dev
         self._ino = st.st_ino
-        self._mnt = mount_id(fd)
-        self._resolver = resolver
+        self._resolve = Resolver(st.st_dev, mount_id(fd), resolver)
         self._path = path
         self._label = label or "workspace"
 
@@ -232,7 +216,7 @@ class WorkspaceRoot:
                         "workspace root is a symbolic link; configure the real directory"
                     ) from None
                 raise NotARegularFile("workspace root is not a directory") from None
-            raise _generic("workspace root", exc) from exc
+            raise os_error("workspace root", exc) from exc
         try:
             resolver = "walk" if force_fallback or not probe_openat2(fd) else "openat2"
             return cls(fd, resolver, path, label)
@@ -246,10 +230,10 @@ class WorkspaceRoot:
 
     @property
     def resolver(self) -> str:
-        return self._resolver
+        return self._resolve.mode
 
     def __repr__(self) -> str:
-        return f"WorkspaceRoot(identity={self.identity}, resolver={self._resolver!r})"
+        return f"WorkspaceRoot(identity={self.identity}, resolver={self._resolve.mode!r})"
 
     def __enter__(self) -> WorkspaceRoot:
         return self
@@ -305,113 +289,6 @@ class WorkspaceRoot:
             "is at that path now"
         )
 
-    # Resolution
-
-    def _check_same_mount(self, fd: int, display: str) -> None:
-        if os.fstat(fd).st_dev != self._dev:
-            raise _escape(display)
-        if self._mnt is not None and mount_id(fd) != self._mnt:
-            raise _escape(display)
-
-    def _check_leaf_mount(self, st: os.stat_result, dirfd: int, name: str, display: str) -> None:
-        if st.st_dev != self._dev:
-            raise _escape(display)
-        if self._mnt is not None:
-            try:
-                mnt = mount_id(dirfd, name)
-            except FileNotFoundError:
-                raise NoteMissing(f"{display}: no such note") from None
-            if mnt != self._mnt:
-                raise _escape(display)
-
-    def _classify_step(self, prev: int, part: str, exc: OSError, display: str) -> FsError:
-        if exc.errno == errno.ENOENT:
-            return NoteMissing(f"{display}: directory {part!r} does not exist")
-        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
-            try:
-                st = os.stat(part, dir_fd=prev, follow_symlinks=False)
-            except FileNotFoundError:
-                return NoteMissing(f"{display}: directory {part!r} does not exist")
-            except OSError:
-                return _escape(display)
-            if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-                return _escape(display)
-            return NoteMissing(f"{display}: {part!r} is not a directory")
-        if exc.errno in (errno.EXDEV, errno.EAGAIN):
-            return _escape(display)
-        return _generic(display, exc)
-
-    def _step(self, prev: int, part: str, flags: int, display: str) -> int:
-        """Open one directory component beneath ``prev``, refusing symlinks and mount crossings."""
-        try:
-            if self._resolver == "openat2":
-                return raw_openat2(prev, part, flags)
-            fd = os.open(part, flags | os.O_NOFOLLOW, dir_fd=prev)
-        except OSError as exc:
-            raise self._classify_step(prev, part, exc, display) from exc
-        try:
-            self._check_same_mount(fd, display)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _open_dir(self, parts: tuple[str, ...], flags: int, display: str, *, create: bool = False) -> int:
-        """Open the directory ``parts`` beneath the root; ``create`` makes missing ones with mkdirat."""
-        root = self._root()
-        if not parts:
-            return os.open(".", flags, dir_fd=root)
-        if self._resolver == "openat2" and not create:
-            try:
-                return raw_openat2(root, "/".join(parts), flags)
-            except OSError as exc:
-                if exc.errno == errno.ENOENT:
-                    raise NoteMissing(f"{display}: a parent directory does not exist") from exc
-                if exc.errno == errno.ENOTDIR:
-                    raise NoteMissing(f"{display}: a parent component is not a directory") from exc
-                if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EAGAIN):
-                    raise _escape(display) from exc
-                raise _generic(display, exc) from exc
-        prev = root
-        try:
-            for i, part in enumerate(parts):
-                step_flags = flags if i == len(parts) - 1 else DIR_PATH
-                try:
-                    fd = self._step(prev, part, step_flags, display)
-                except NoteMissing:
-                    if not create:
-                        raise
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=prev)
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise _generic(display, exc) from exc
-                    fd = self._step(prev, part, step_flags, display)
-                if prev != root:
-                    os.close(prev)
-                prev = fd
-            return prev
-        except BaseException:
-            if prev != root:
-                os.close(prev)
-            raise
-
-    def _lstat_leaf(self, pfd: int, name: str, display: str) -> os.stat_result:
-        """lstat the last component; require a regular file on the workspace's mount."""
-        try:
-            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
-        except FileNotFoundError:
-            raise NoteMissing(f"{display}: no such note") from None
-        except OSError as exc:
-            raise _generic(display, exc) from exc
-        if stat.S_ISLNK(st.st_mode):
-            raise EscapeBlocked(f"{display}: is a symbolic link; symlinks are never followed")
-        self._check_leaf_mount(st, pfd, name, display)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{display}: is not a regular file; only regular files are notes")
-        return st
-
     # Notes
 
     def list_notes(
@@ -464,7 +341,7 @@ class WorkspaceRoot:
         before it is read (for inotify), so no change after the listing can go unnoticed."""
         wanted = tuple(s.lower() for s in suffixes)
         display = "/".join(parts) or "workspace root"
-        dfd = self._open_dir(parts, DIR_READ, display)
+        dfd = self._resolve.open_dir(self._root(), parts, DIR_READ, display)
         try:
             st = os.fstat(dfd)
             if expected is not None and (st.st_dev, st.st_ino) != expected:
@@ -495,9 +372,9 @@ class WorkspaceRoot:
                 if stat.S_ISDIR(est.st_mode):
                     subdirs.append((rel, DirStamp(est.st_ino, est.st_mtime_ns)))
                 elif stat.S_ISREG(est.st_mode) and name.lower().endswith(wanted):
-                    if self._mnt is not None:
+                    if self._resolve.mnt is not None:
                         try:
-                            if mount_id(dfd, name) != self._mnt:
+                            if mount_id(dfd, name) != self._resolve.mnt:
                                 continue
                         except OSError:
                             continue
@@ -512,7 +389,7 @@ class WorkspaceRoot:
         """The inode and mtime of a directory: its mtime changes whenever an entry is added, removed
         or renamed in it (not when a file in it is edited in place)."""
         display = "/".join(parts) or "workspace root"
-        dfd = self._open_dir(parts, DIR_PATH, display)
+        dfd = self._resolve.open_dir(self._root(), parts, DIR_PATH, display)
         try:
             st = os.fstat(dfd)
             return DirStamp(st.st_ino, st.st_mtime_ns)
@@ -521,9 +398,9 @@ class WorkspaceRoot:
 
     def stat_note(self, path: str) -> NoteEntry:
         parts = split_relative(path)
-        pfd = self._open_dir(parts[:-1], DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(pfd, parts[-1], path)
         finally:
             os.close(pfd)
         return NoteEntry(path, FileIdentity.of(st), st.st_nlink)
@@ -543,9 +420,9 @@ class WorkspaceRoot:
         self, path: str, max_bytes: int, *, whole: bool, refuse_hardlinked: bool
     ) -> tuple[bytes, FileIdentity]:
         parts = split_relative(path)
-        pfd = self._open_dir(parts[:-1], DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            self._lstat_leaf(pfd, parts[-1], path)
+            self._resolve.lstat_leaf(pfd, parts[-1], path)
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
             try:
                 fd = os.open(parts[-1], flags, dir_fd=pfd)
@@ -556,14 +433,14 @@ class WorkspaceRoot:
                     raise EscapeBlocked(f"{path}: is a symbolic link; symlinks are never followed") from exc
                 if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
                     raise NotARegularFile(f"{path}: is not a regular file") from exc
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
         finally:
             os.close(pfd)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise NotARegularFile(f"{path}: is not a regular file; only regular files are notes")
-            self._check_same_mount(fd, path)
+            self._resolve.check_same_mount(fd, path)
             if refuse_hardlinked and st.st_nlink > 1:
                 raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
             if whole and st.st_size > max_bytes:
@@ -587,7 +464,7 @@ class WorkspaceRoot:
         """Create a new note exclusively. Missing parents are made with mkdirat when ``make_parents``."""
         parts = split_relative(path)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], DIR_READ, path, create=make_parents)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_READ, path, create=make_parents)
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
             try:
@@ -595,14 +472,14 @@ class WorkspaceRoot:
             except FileExistsError:
                 raise self._classify_exists(pfd, name, path) from None
             except OSError as exc:
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
             try:
                 write_all(fd, data)
                 os.fsync(fd)
                 st = os.fstat(fd)
             except OSError as exc:
                 self._unlink_if_same(pfd, name, os.fstat(fd))
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
             finally:
                 os.close(fd)
             fsync_dir(pfd)
@@ -634,9 +511,9 @@ class WorkspaceRoot:
         """
         parts = split_relative(path)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], DIR_READ, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_READ, path)
         try:
-            st = self._lstat_leaf(pfd, name, path)
+            st = self._resolve.lstat_leaf(pfd, name, path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
             tmp, tst = self._write_temp(pfd, data, stat.S_IMODE(st.st_mode) & 0o777, path, temp_name)
@@ -661,7 +538,7 @@ class WorkspaceRoot:
             raise PathRejected(f"{temp_name!r} is not a temp name of notewarden")
         parts = split_relative(path)
         try:
-            pfd = self._open_dir(parts[:-1], DIR_PATH, path)
+            pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         except NoteMissing:
             return
         try:
@@ -669,7 +546,7 @@ class WorkspaceRoot:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise _generic(path, exc) from exc
+            raise os_error(path, exc) from exc
         finally:
             os.close(pfd)
 
@@ -681,7 +558,7 @@ class WorkspaceRoot:
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=pfd)
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
             write_all(fd, data)
             os.fchmod(fd, mode)
@@ -689,7 +566,7 @@ class WorkspaceRoot:
             return tmp, os.fstat(fd)
         except OSError as exc:
             self._unlink_if_same(pfd, tmp, os.fstat(fd))
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(fd)
 
@@ -700,15 +577,15 @@ class WorkspaceRoot:
             if exc.errno == errno.ENOENT:
                 raise NoteMissing(f"{display}: no such note") from exc
             if exc.errno not in UNAVAILABLE_ERRNOS:
-                raise _generic(display, exc) from exc
-            if FileIdentity.of(self._lstat_leaf(pfd, name, display)) != expected:
+                raise os_error(display, exc) from exc
+            if FileIdentity.of(self._resolve.lstat_leaf(pfd, name, display)) != expected:
                 raise IdentityMismatch(
                     f"{display}: changed since it was read; re-read it and retry"
                 ) from None
             try:
                 os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
             except OSError as exc2:
-                raise _generic(display, exc2) from exc2
+                raise os_error(display, exc2) from exc2
             return
         try:
             old = os.stat(tmp, dir_fd=pfd, follow_symlinks=False)
@@ -731,12 +608,12 @@ class WorkspaceRoot:
         ``new_path`` are made. The note must still be ``expected`` before the move and the same inode
         after it; otherwise it is moved back and IdentityMismatch raised."""
         parts, new_parts = split_relative(path), split_relative(new_path)
-        spfd = self._open_dir(parts[:-1], DIR_PATH, path)
+        spfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(spfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(spfd, parts[-1], path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; nothing was moved")
-            dpfd = self._open_dir(new_parts[:-1], DIR_PATH, new_path, create=True)
+            dpfd = self._resolve.open_dir(self._root(), new_parts[:-1], DIR_PATH, new_path, create=True)
             try:
                 self._move(spfd, parts[-1], dpfd, new_parts[-1], path, new_path)
                 try:
@@ -776,15 +653,15 @@ class WorkspaceRoot:
                 except FileExistsError:
                     pass
                 except OSError as exc:
-                    raise _generic(display, exc) from exc
+                    raise os_error(display, exc) from exc
             except OSError as exc:
-                err = self._classify_step(root, name, exc, display)
+                err = self._resolve.classify_step(root, name, exc, display)
                 if isinstance(err, NoteMissing):
                     err = FsError(f"{name!r} exists but is not a directory; move it away")
                 raise err from exc
         try:
             st = os.fstat(fd)
-            self._check_same_mount(fd, display)
+            self._resolve.check_same_mount(fd, display)
             if st.st_uid != os.geteuid():
                 raise FsError(f"{display} is owned by another user; it must belong to the service")
             if stat.S_IMODE(st.st_mode) != 0o700:
@@ -805,9 +682,9 @@ class WorkspaceRoot:
         parts = split_relative(path)
         check_trash_name(trash_name)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, name, path)
+            st = self._resolve.lstat_leaf(pfd, name, path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: is not the file that was confirmed; nothing was moved")
             if refuse_hardlinked and st.st_nlink > 1:
@@ -845,10 +722,10 @@ class WorkspaceRoot:
             if exc.errno == errno.ENOENT:
                 raise NoteMissing(f"{src_display}: no such note") from exc
             if exc.errno in (errno.EXDEV, errno.EBUSY):
-                raise _escape(src_display) from exc
+                raise escape_blocked(src_display) from exc
             if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.ENOTEMPTY):
                 raise NotARegularFile(f"{src_display}: is not a regular file") from exc
-            raise _generic(src_display, exc) from exc
+            raise os_error(src_display, exc) from exc
 
     def restore(self, trash_name: str, path: str) -> FileIdentity:
         """Move a trash entry back to ``path`` without replacing anything; parents are recreated."""
@@ -857,8 +734,8 @@ class WorkspaceRoot:
         display = f"trash entry {trash_name!r}"
         tfd = self._open_trash(create=False)
         try:
-            st = self._lstat_leaf(tfd, trash_name, display)
-            pfd = self._open_dir(parts[:-1], DIR_PATH, path, create=True)
+            st = self._resolve.lstat_leaf(tfd, trash_name, display)
+            pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path, create=True)
             try:
                 self._move(tfd, trash_name, pfd, parts[-1], display, path)
             finally:
@@ -874,7 +751,7 @@ class WorkspaceRoot:
         except NoteMissing:
             return None
         try:
-            return FileIdentity.of(self._lstat_leaf(tfd, trash_name, f"trash entry {trash_name!r}"))
+            return FileIdentity.of(self._resolve.lstat_leaf(tfd, trash_name, f"trash entry {trash_name!r}"))
         except NoteMissing:
             return None
         finally:
@@ -903,7 +780,7 @@ class WorkspaceRoot:
             if sync:
                 os.fsync(fd)
         except OSError as exc:
-            raise _generic(f"record {name!r}", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(fd)
 
@@ -956,7 +833,7 @@ class WorkspaceRoot:
                     os.unlink(tmp, dir_fd=tfd)
                 fsync_dir(tfd)
         except OSError as exc:
-            raise _generic(f"record {name!r}", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(tfd)
 
@@ -973,7 +850,7 @@ class WorkspaceRoot:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise _generic(f"record {name!r}", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(dfd)
 
@@ -1002,7 +879,7 @@ class WorkspaceRoot:
             except OSError as exc:
                 if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a directory
                     raise NotARegularFile(f"record {name!r}: is not a regular file; move it away") from exc
-                raise self._classify_step(tfd, name, exc, f"record {name!r}") from exc
+                raise self._resolve.classify_step(tfd, name, exc, f"record {name!r}") from exc
         finally:
             os.close(tfd)
         st = os.fstat(fd)
@@ -1024,7 +901,7 @@ class WorkspaceRoot:
         display = f"{what} entry {name!r}"
         dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            self._lstat_leaf(dfd, name, display)
+            self._resolve.lstat_leaf(dfd, name, display)
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         finally:
             os.close(dfd)
@@ -1044,7 +921,7 @@ class WorkspaceRoot:
         except IsADirectoryError:
             raise NotARegularFile(f"{display}: is a directory; only files are purged") from None
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(dfd)
 
@@ -1066,9 +943,9 @@ class WorkspaceRoot:
         parts = split_relative(path)
         check_trash_name(name)
         display = f"history entry {name!r}"
-        pfd = self._open_dir(parts[:-1], DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(pfd, parts[-1], path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
             hfd = self._open_history(create=True)
@@ -1102,7 +979,7 @@ class WorkspaceRoot:
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
                 return False  # e.g. fs.protected_hardlinks and a note of another user
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
             linked = os.stat(name, dir_fd=hfd, follow_symlinks=False)
         except OSError:
@@ -1120,14 +997,14 @@ class WorkspaceRoot:
         except FileExistsError:
             raise NoteExists(f"{display}: already exists") from None
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
             write_all(fd, data)
             if sync:
                 os.fsync(fd)
         except OSError as exc:
             self._unlink_if_same(hfd, name, os.fstat(fd))
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(fd)
 
