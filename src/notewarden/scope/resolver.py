@@ -1,10 +1,10 @@
 """Resolution beneath a held directory: how the workspace root opens a note's parent directory and checks
 its last component (``fsroot`` Rules 1, 3 and 4 are what this guarantees).
 
-Rule 1: a ``Resolver`` opens intermediate directories with ``openat2`` (mode ``"openat2"``, one call for
-the whole path) or one component at a time with ``O_NOFOLLOW | O_DIRECTORY`` (mode ``"walk"``, where
-openat2 is unavailable or the walk is forced), never following a symlink: a symlink, a magic link or a
-mount crossing met on the way raises ``EscapeBlocked``.
+Rule 1: a ``Resolver`` opens intermediate directories with ``openat2`` (mode ``"openat2"``: one call for
+the whole path, or one per component when missing directories are made) or one component at a time with
+``O_NOFOLLOW | O_DIRECTORY`` (mode ``"walk"``, where openat2 is unavailable or the walk is forced), never
+following a symlink: a symlink, a magic link or a mount crossing met on the way raises ``EscapeBlocked``.
 
 Rule 2: every directory the walk opens, and every leaf (``lstat_leaf``), must be on the root's device and,
 where statx reports one, on its mount (``fs_syscalls`` Rule 3), so a bind mount of the same filesystem is
