@@ -6,6 +6,7 @@ ledger's, or an earlier version's (lines and sidecars naming no ledger), are lef
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
-from notewarden.notes.model import content_version
+from notewarden.notes.model import NoteIdentity, content_version
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, read_owner
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.notes.trash_journal import append_line, intent_line, read_journal, reset_journal
@@ -70,6 +71,18 @@ def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, no
             principal="alice",
             confirmation_id="c",
         ).trash_id
+
+
+def test_a_note_identity_is_its_file_by_every_path(
+    store: FilesNoteStore, scope: WorkspaceScope, tmp_path: Path
+) -> None:
+    st = os.stat(tmp_path / "notes" / "todo.md")
+    expected = NoteIdentity((st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size)
+    listed = next(n for n in store.list_notes(scope) if n.id == "todo.md")
+    (by_id,) = store.notes_by_id(scope, ["todo.md"])
+    assert listed.identity == by_id.identity == store.read_note(scope, "todo.md").note.identity == expected
+    assert scope.root.stat_note("todo.md").identity == expected.as_file(), "what the root is handed back"
+    assert by_id.modified == st.st_mtime_ns / 1e9 and by_id.size == st.st_size
 
 
 def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, scope: WorkspaceScope) -> None:
