@@ -128,7 +128,7 @@ def measure(count: int, base: Path, store: str, database_url: str) -> dict[str, 
     seconds, services, ws = build(linked, "linked")
     registry = ToolRegistry(default_tools(services))
     row["build_links_s"] = round(seconds, 2)
-    time.sleep(2.1)  # let every row settle (index Rule 4) so warm calls measure the steady state
+    time.sleep(2.1)  # let every row settle (index_refresh Rule 3) so warm calls measure the steady state
     words = vocabulary(random.Random(count))[:3]
     calls = {
         "tags": ("notes_tags", {"workspaceUri": ws}),

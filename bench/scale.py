@@ -123,7 +123,7 @@ def measure(count: int, base: Path) -> dict[str, Any]:
     services = open_at(folder, state)
     registry = ToolRegistry(default_tools(services))
     row["first_call_index_s"] = round(timed(lambda: call(registry, "notes_search", search)) / 1000, 2)
-    time.sleep(2.1)  # let every row settle (index Rule 4) so warm calls measure the steady state
+    time.sleep(2.1)  # let every row settle (index_refresh Rule 3) so warm calls measure the steady state
     result = call(registry, "notes_search", search)
     assert len(result.structured_content["results"]) == 8, result
     result = call(registry, "notes_delete", delete)

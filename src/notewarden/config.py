@@ -88,7 +88,8 @@ from notewarden.ledger import DURABILITY_LEVELS, Durability
 from notewarden.notes.daily import DEFAULT_FORMAT, DailyNotes, format_moment
 from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishSettings, parse_publish
-from notewarden.scope.fsroot import PathRejected, split_relative
+from notewarden.scope.fs_errors import PathRejected
+from notewarden.scope.note_paths import split_relative
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.toml_tables import (
     FORBID,

@@ -30,7 +30,8 @@ from notewarden.notes.ownership import (
 )
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import Connections, import_legacy_file
-from notewarden.scope.fsroot import FsError, WorkspaceRoot
+from notewarden.scope.fs_errors import FsError
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import Grants
 from notewarden.scope.uri import FileUri
 from notewarden.sealing import SealingKeys, load_or_create_keys

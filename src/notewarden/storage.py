@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING
 
 from notewarden.config import Config
 from notewarden.ledger import Ledger, SqlSession
-from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade, sqlite_versions
+from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import PUBLISH_SCHEMA
+from notewarden.sqlite_migrations import sqlite_upgrade, sqlite_versions
 
 if TYPE_CHECKING:
     from notewarden.ledger.postgres import PostgresLedger

@@ -49,15 +49,9 @@ from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_COLUMNS
 from notewarden.notes.ownership import read_owner, take_over
 from notewarden.notes.sql import SqlNoteStore
-from notewarden.scope.fsroot import (
-    HISTORY_DIR_NAME,
-    TRASH_DIR_NAME,
-    FsError,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-    split_relative,
-)
+from notewarden.scope.fs_errors import FsError, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 from notewarden.storage import STORE_SCHEMAS, open_ledger
 

@@ -2,7 +2,7 @@
 doctor` shows: who owns each workspace folder's trash, and what in it no process will settle.
 
 A takeover makes the configured ledger the owner of a folder whose owner ledger is gone, e.g. a
-folder restored from a backup next to a fresh state dir (`notes.ownership` Rule 4). It rewrites
+folder restored from a backup next to a fresh state dir (`notes.ownership` Rule 3). It rewrites
 the owner marker and nothing else: nothing is moved back, nothing deleted. The old owner's
 entries stay in `.notewarden-trash/`, listed with the paths they came from; they are not in this
 ledger's `notes_trash_list` (their rows were in the old ledger), and a person may move them back.
@@ -23,7 +23,8 @@ from pathlib import Path
 from notewarden.config import Config
 from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
 from notewarden.notes.ownership import OwnerMarker, TrashReport, inspect_trash, read_owner, take_over
-from notewarden.scope.fsroot import FsError, WorkspaceRoot
+from notewarden.scope.fs_errors import FsError
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.uri import FileUri
 from notewarden.storage import open_ledger, sqlite_path
 

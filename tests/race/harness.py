@@ -36,9 +36,9 @@ from bench.data import bench_notes, write_workspace
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
 from notewarden.notes.sql import SqlNoteStore
-from notewarden.scope.fsroot import TRASH_DIR_NAME as TRASH_DIR
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import TRASH_DIR_NAME as TRASH_DIR
+from notewarden.scope.note_paths import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
 from tests.conftest import HttpServer, sha256, start_http_server

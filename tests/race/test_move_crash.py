@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV
-from notewarden.scope.fsroot import HISTORY_DIR_NAME, MOVE_JOURNAL_NAME
+from notewarden.scope.note_paths import HISTORY_DIR_NAME, MOVE_JOURNAL_NAME
 from tests.pg import PgDatabase
 from tests.race.harness import StorageDeployment, deployment
 from tests.race.test_crash import wait_for

@@ -22,8 +22,10 @@ from notewarden.notes.history import HISTORY_SCHEMA, Change, Retention
 from notewarden.notes.model import content_version
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, NoteStore, VersionConflict, replace_with
-from notewarden.scope.fsroot import HISTORY_DIR_NAME, NoteMissing, WorkspaceRoot
+from notewarden.scope.fs_errors import NoteMissing
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import HISTORY_DIR_NAME
 from notewarden.scope.uri import FileUri, parse_file_uri
 from tests.pg import PgDatabase
 
@@ -108,7 +110,7 @@ def trash(kit: Kit, note_id: str) -> str:
         return kit.store.move_to_trash(
             txn,
             kit.scope,
-            Candidate(note.id, note.title, note.identity),
+            Candidate(note.id, note.title, note.identity.as_file()),
             principal="alice",
             confirmation_id="c",
         ).trash_id

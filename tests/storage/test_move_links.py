@@ -19,7 +19,8 @@ from notewarden.notes.history import HISTORY_SCHEMA, Change, Retention
 from notewarden.notes.links import MemoryVault, relink
 from notewarden.notes.markdown import parse_note
 from notewarden.notes.store import Moved, replace_with
-from notewarden.scope.fsroot import NoteExists, WorkspaceRoot
+from notewarden.scope.fs_errors import NoteExists
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
 from tests.pg import PgDatabase

@@ -190,7 +190,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
         trashed = store.move_to_trash(
             txn,
             everywhere,
-            Candidate(note.id, note.title, note.identity),
+            Candidate(note.id, note.title, note.identity.as_file()),
             principal="alice",
             confirmation_id="c",
         )
@@ -202,7 +202,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
         store.move_to_trash(
             txn,
             everywhere,
-            Candidate(again.id, again.title, again.identity),
+            Candidate(again.id, again.title, again.identity.as_file()),
             principal="alice",
             confirmation_id="d",
         )

@@ -17,7 +17,7 @@ from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import Note, content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
-from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.tools.notes_publish import read_note
@@ -50,7 +50,7 @@ def scope(workspace: FileUri, *subtree: str) -> WorkspaceScope:
 
 
 def candidate(note: Note) -> Candidate:
-    return Candidate(id=note.id, title=note.title, identity=note.identity)
+    return Candidate(id=note.id, title=note.title, identity=note.identity.as_file())
 
 
 def update(
@@ -118,15 +118,16 @@ def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> 
         "n.md",
     )
     (edited,) = store.list_notes(scope(workspace))
-    assert edited.identity.ino == created.identity.ino, "same row"
-    assert edited.identity.dev == created.identity.dev + 1, "the trigger bumped the version"
-    assert edited.identity.mtime_ns > created.identity.mtime_ns - 2_000_000, (
+    (edited_row, edited_version), (created_row, created_version) = edited.identity.key, created.identity.key
+    assert edited_row == created_row, "same row"
+    assert edited_version == created_version + 1, "the trigger bumped the version"
+    assert edited.identity.modified_ns > created.identity.modified_ns - 2_000_000, (
         "the trigger's clock (ms on SQLite)"
     )
     sql(ledger, "DELETE FROM notes WHERE workspace = ? AND path = ?", str(workspace), "n.md")
     store.create_note(scope(workspace), "n.md", b"# N\nSAME SIZE")
     (replaced,) = store.list_notes(scope(workspace))
-    assert replaced.identity.ino != edited.identity.ino, "a re-created note is another row"
+    assert replaced.identity.key[0] != edited_row, "a re-created note is another row"
 
 
 def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspace: FileUri) -> None:

@@ -27,14 +27,9 @@ from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.history import HISTORY_COLUMNS, Change
 from notewarden.notes.ownership import read_owner
 from notewarden.notes.store import replace_with
-from notewarden.scope.fsroot import (
-    HISTORY_DIR_NAME,
-    TRASH_DIR_NAME,
-    TRASH_JOURNAL_NAME,
-    TRASH_OWNER_NAME,
-    WorkspaceRoot,
-)
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
 from notewarden.storage import STORE_SCHEMAS, upgrade_schema
 from tests.pg import PgDatabase, database_url
@@ -76,15 +71,19 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
             current = store.read_note(scope, note_id)
             edited = current.data + b"\nedited\n"
             store.rewrite_note(scope, note_id, replace_with(edited, current.version), change=EDIT)
-            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
+            os.utime(
+                folder / note_id, ns=(current.note.identity.modified_ns, current.note.identity.modified_ns)
+            )
             store.rewrite_note(scope, note_id, replace_with(current.data, None), change=EDIT)  # back
-            os.utime(folder / note_id, ns=(current.note.identity.mtime_ns, current.note.identity.mtime_ns))
+            os.utime(
+                folder / note_id, ns=(current.note.identity.modified_ns, current.note.identity.modified_ns)
+            )
         for note in store.notes_by_id(scope, ["to-trash/one.md", "to-trash/two.md"]):
             with ledger.critical_section() as txn:
                 store.move_to_trash(
                     txn,
                     scope,
-                    Candidate(note.id, note.title, note.identity),
+                    Candidate(note.id, note.title, note.identity.as_file()),
                     principal="alice",
                     confirmation_id=secrets.token_hex(8),
                 )

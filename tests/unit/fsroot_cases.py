@@ -21,14 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from notewarden.scope.fsroot import (
-    EscapeBlocked,
-    FileIdentity,
-    FsError,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-)
+from notewarden.scope.fs_errors import EscapeBlocked, FsError, NoteMissing, PathRejected
+from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
 
 RACE_ITERATIONS = 300
 """Iterations of the symlink-swap race in the unit test; bench scripts pass 1000+ to run_symlink_swap_race."""

@@ -6,6 +6,7 @@ ledger's, or an earlier version's (lines and sidecars naming no ledger), are lef
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,20 +17,14 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
-from notewarden.notes.model import content_version
-from notewarden.notes.ownership import WorkspaceOwnedElsewhere, intent_line, read_owner
+from notewarden.notes.model import NoteIdentity, content_version
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere, read_owner
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
-from notewarden.scope.fsroot import (
-    TRASH_DIR_NAME,
-    TRASH_JOURNAL_NAME,
-    TRASH_OWNER_NAME,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-)
+from notewarden.notes.trash_journal import append_line, intent_line, read_journal, reset_journal
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
 
 pytestmark = pytest.mark.resolves_files
@@ -72,8 +67,24 @@ def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, no
     note = store.notes_by_id(scope, [note_id])[0]
     with ledger.critical_section() as txn:
         return store.move_to_trash(
-            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+            txn,
+            scope,
+            Candidate(note.id, note.title, note.identity.as_file()),
+            principal="alice",
+            confirmation_id="c",
         ).trash_id
+
+
+def test_a_note_identity_is_its_file_by_every_path(
+    store: FilesNoteStore, scope: WorkspaceScope, tmp_path: Path
+) -> None:
+    st = os.stat(tmp_path / "notes" / "todo.md")
+    expected = NoteIdentity((st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size)
+    listed = next(n for n in store.list_notes(scope) if n.id == "todo.md")
+    (by_id,) = store.notes_by_id(scope, ["todo.md"])
+    assert listed.identity == by_id.identity == store.read_note(scope, "todo.md").note.identity == expected
+    assert scope.root.stat_note("todo.md").identity == expected.as_file(), "what the root is handed back"
+    assert by_id.modified == st.st_mtime_ns / 1e9 and by_id.size == st.st_size
 
 
 def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, scope: WorkspaceScope) -> None:
@@ -193,14 +204,14 @@ def half_done_delete(scope: WorkspaceScope, note_id: str, trash_id: str, ledger_
     entry, no trash row. `ledger_id` None: a line of an earlier version, which named no ledger."""
     if ledger_id is None:
         line = json.dumps({"trash_id": trash_id, "note_id": note_id, "workspace": str(scope.workspace)})
-        scope.root.append_trash_journal(line.encode() + b"\n")
+        append_line(scope.root, line.encode() + b"\n")
     else:
-        scope.root.append_trash_journal(intent_line(trash_id, note_id, str(scope.workspace), ledger_id))
+        append_line(scope.root, intent_line(trash_id, note_id, str(scope.workspace), ledger_id))
     scope.root.quarantine(note_id, trash_id, scope.root.stat_note(note_id).identity)
 
 
 def journal(scope: WorkspaceScope) -> list[str]:
-    return scope.root.read_trash_journal(1 << 20).decode().splitlines()
+    return read_journal(scope.root, 1 << 20).decode().splitlines()
 
 
 def test_recovery_moves_an_uncommitted_delete_back_and_empties_the_journal(
@@ -254,9 +265,10 @@ def test_an_earlier_versions_line_is_settled_where_its_row_committed(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
 ) -> None:
     trash_id = trash(store, ledger, scope, "todo.md")
-    scope.root.reset_trash_journal(
+    reset_journal(
+        scope.root,
         json.dumps({"trash_id": trash_id, "note_id": "todo.md", "workspace": str(scope.workspace)}).encode()
-        + b"\n"
+        + b"\n",
     )
     with ledger.critical_section() as txn:
         assert store.recover(txn, scope.workspace, scope.root) == 0
@@ -285,7 +297,11 @@ def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
     note = store.notes_by_id(scope, ["todo.md"])[0]
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
         store.move_to_trash(
-            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+            txn,
+            scope,
+            Candidate(note.id, note.title, note.identity.as_file()),
+            principal="alice",
+            confirmation_id="c",
         )
         raise RuntimeError("the claim's transaction fails after the move")
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"
@@ -307,7 +323,7 @@ def test_a_trash_owned_by_another_ledger_is_not_changed(
             store.move_to_trash(
                 txn,
                 scope,
-                Candidate(note.id, note.title, note.identity),
+                Candidate(note.id, note.title, note.identity.as_file()),
                 principal="alice",
                 confirmation_id="d",
             )

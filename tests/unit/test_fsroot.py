@@ -18,21 +18,19 @@ from typing import Any
 
 import pytest
 
-from notewarden.scope import fsroot
-from notewarden.scope.fsroot import (
-    TRASH_DIR_NAME,
+from notewarden.notes.trash_journal import append_line, read_journal, reset_journal
+from notewarden.scope import fs_syscalls, fsroot, note_paths
+from notewarden.scope.fs_errors import (
     EscapeBlocked,
-    FileIdentity,
     FsError,
     IdentityMismatch,
     NotARegularFile,
-    NoteEntry,
     NoteExists,
     NoteMissing,
     PathRejected,
-    WorkspaceRoot,
-    split_relative,
 )
+from notewarden.scope.fsroot import FileIdentity, NoteEntry, WorkspaceRoot
+from notewarden.scope.note_paths import TRASH_DIR_NAME, split_relative
 
 try:
     from . import fsroot_cases as cases
@@ -851,7 +849,7 @@ def _seccomp_child(ws: Path, openat2_errno: int) -> dict[str, Any]:
         nr = sc.seccomp_syscall_resolve_name(name)
         assert sc.seccomp_rule_add(ctx, 0x00050000 | err, nr, 0) == 0
     assert sc.seccomp_load(ctx) == 0
-    fsroot._openat2_state = None
+    fs_syscalls._openat2_state = None
     out: dict[str, Any] = {}
     with WorkspaceRoot.open(str(ws), force_fallback=False) as root:
         out["resolver"] = root.resolver
@@ -905,26 +903,26 @@ def test_seccomp_blocked_syscalls_fall_back(tmp_path: Path, openat2_errno: int) 
 def test_the_trash_journal_is_appended_never_written_through(opener: Opener, tmp_path: Path) -> None:
     ws = make_ws(tmp_path, {"n.md": b"# n\n"})
     root = opener(ws)
-    assert root.read_trash_journal(1024) == b""  # no trash yet
-    root.append_trash_journal(b"one\n")
-    root.append_trash_journal(b"two\n", sync=False)
-    assert root.read_trash_journal(1024) == b"one\ntwo\n"
+    assert read_journal(root, 1024) == b""  # no trash yet
+    append_line(root, b"one\n")
+    append_line(root, b"two\n", sync=False)
+    assert read_journal(root, 1024) == b"one\ntwo\n"
     assert root.list_trash() == []  # the journal is not an entry
-    root.reset_trash_journal(b"two\n")
-    assert root.read_trash_journal(1024) == b"two\n"
-    journal = ws / TRASH_DIR_NAME / fsroot.TRASH_JOURNAL_NAME
+    reset_journal(root, b"two\n")
+    assert read_journal(root, 1024) == b"two\n"
+    journal = ws / TRASH_DIR_NAME / note_paths.TRASH_JOURNAL_NAME
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"keep\n")
     journal.unlink()
     journal.symlink_to(outside)
-    expect_error(EscapeBlocked, lambda: root.append_trash_journal(b"x\n"), tmp_path)
-    expect_error(EscapeBlocked, lambda: root.read_trash_journal(1024), tmp_path)
-    expect_error(EscapeBlocked, root.reset_trash_journal, tmp_path)
+    expect_error(EscapeBlocked, lambda: append_line(root, b"x\n"), tmp_path)
+    expect_error(EscapeBlocked, lambda: read_journal(root, 1024), tmp_path)
+    expect_error(EscapeBlocked, lambda: reset_journal(root), tmp_path)
     assert outside.read_bytes() == b"keep\n"
     journal.unlink()
     os.mkfifo(journal)
-    expect_error(NotARegularFile, lambda: root.append_trash_journal(b"x\n"), tmp_path)
-    expect_error(NotARegularFile, lambda: root.read_trash_journal(1024), tmp_path)
+    expect_error(NotARegularFile, lambda: append_line(root, b"x\n"), tmp_path)
+    expect_error(NotARegularFile, lambda: read_journal(root, 1024), tmp_path)
 
 
 def test_trash_records_are_written_whole_created_once_never_through_a_symlink(
@@ -932,22 +930,22 @@ def test_trash_records_are_written_whole_created_once_never_through_a_symlink(
 ) -> None:
     ws = make_ws(tmp_path, {"n.md": b"# n\n"})
     root = opener(ws)
-    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) is None  # no trash yet
-    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"first\n", replace=False) is True
-    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"second\n", replace=False) is False
-    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) == b"first\n"
-    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"third\n", replace=True) is True
-    assert root.read_record(fsroot.TRASH_OWNER_NAME, 1024) == b"third\n"
+    assert root.read_record(note_paths.TRASH_OWNER_NAME, 1024) is None  # no trash yet
+    assert root.write_record(note_paths.TRASH_OWNER_NAME, b"first\n", replace=False) is True
+    assert root.write_record(note_paths.TRASH_OWNER_NAME, b"second\n", replace=False) is False
+    assert root.read_record(note_paths.TRASH_OWNER_NAME, 1024) == b"first\n"
+    assert root.write_record(note_paths.TRASH_OWNER_NAME, b"third\n", replace=True) is True
+    assert root.read_record(note_paths.TRASH_OWNER_NAME, 1024) == b"third\n"
     trash = ws / TRASH_DIR_NAME
-    assert sorted(p.name for p in trash.iterdir()) == [fsroot.TRASH_OWNER_NAME], "no temp file left"
+    assert sorted(p.name for p in trash.iterdir()) == [note_paths.TRASH_OWNER_NAME], "no temp file left"
     assert root.list_trash() == []  # a record is not an entry
     expect_error(PathRejected, lambda: root.read_record("n.md", 1024), tmp_path)
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"keep\n")
-    (trash / fsroot.TRASH_OWNER_NAME).unlink()
-    (trash / fsroot.TRASH_OWNER_NAME).symlink_to(outside)
-    expect_error(EscapeBlocked, lambda: root.read_record(fsroot.TRASH_OWNER_NAME, 1024), tmp_path)
-    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"x\n", replace=False) is False
-    assert root.write_record(fsroot.TRASH_OWNER_NAME, b"mine\n", replace=True) is True
+    (trash / note_paths.TRASH_OWNER_NAME).unlink()
+    (trash / note_paths.TRASH_OWNER_NAME).symlink_to(outside)
+    expect_error(EscapeBlocked, lambda: root.read_record(note_paths.TRASH_OWNER_NAME, 1024), tmp_path)
+    assert root.write_record(note_paths.TRASH_OWNER_NAME, b"x\n", replace=False) is False
+    assert root.write_record(note_paths.TRASH_OWNER_NAME, b"mine\n", replace=True) is True
     assert outside.read_bytes() == b"keep\n", "the symlink was replaced, never written through"
-    assert not (trash / fsroot.TRASH_OWNER_NAME).is_symlink()
+    assert not (trash / note_paths.TRASH_OWNER_NAME).is_symlink()

@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.scope.fsroot import (
-    HISTORY_DIR_NAME,
-    EscapeBlocked,
-    FsError,
-    IdentityMismatch,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-    split_relative,
-)
+from notewarden.scope.fs_errors import EscapeBlocked, FsError, IdentityMismatch, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.note_paths import HISTORY_DIR_NAME, split_relative
 
 
 @pytest.fixture(params=[False, True], ids=["openat2", "walk"])

@@ -1,4 +1,4 @@
-"""What the files index knows about notes (index Rules 8 and 9) on the test vault, in a real folder
+"""What the files index knows about notes (index_refresh Rules 6 and 7) on the test vault, in a real folder
 and a real SQLite file: links as Obsidian resolves them, backlinks as their exact inverse, links
 that follow a target appearing, moving or going without re-reading the linking notes, tags, filters,
 recent changes."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.notes import index as index_module
+from notewarden.notes import index_refresh
 from notewarden.notes.index import NoteIndex
 from notewarden.notes.links import MemoryVault, resolve
 from notewarden.notes.markdown import parse_note
@@ -32,7 +32,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 def settle(*paths: Path) -> None:
-    """Date files 10 s back, out of the index's racy window (index Rule 4): a racy note is read
+    """Date files 10 s back, out of the index's racy window (index_refresh Rule 3): a racy note is read
     again by every query that returns it, which would hide whether a change re-read a note."""
     past = time.time_ns() - 10 * 10**9
     for path in paths:
@@ -106,14 +106,14 @@ def test_links_follow_a_target_that_appears_moves_or_goes_without_rereading_thei
 ) -> None:
     before = everything(index, root)
     parsed: list[str] = []
-    real_parse = index_module.parse_note
+    real_parse = index_refresh.parse_note
 
     def counting(text: str, stem: str, *, with_headings: bool = True) -> object:
         if not with_headings:  # indexing (showing an anchor reads the target's headings)
             parsed.append(stem)
         return real_parse(text, stem, with_headings=with_headings)
 
-    monkeypatch.setattr(index_module, "parse_note", counting)
+    monkeypatch.setattr(index_refresh, "parse_note", counting)
 
     (folder / "Meeting.md").write_text("# Root meeting\n")  # shadows [[Meeting]] from the root
     settle(folder / "Meeting.md")
@@ -275,7 +275,7 @@ def test_completion_and_similar_titles(index: NoteIndex, root: WorkspaceRoot) ->
 
 def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path: Path, folder: Path) -> None:
     """Over `index.BATCH` names, a resolution pass reads every key at once (`_LoadedLookup`)."""
-    for i in range(index_module.BATCH + 100):
+    for i in range(index_refresh.BATCH + 100):
         path = folder / "bulk" / f"n{i:03}.md"
         path.parent.mkdir(exist_ok=True)
         path.write_text(f"[[n{i * 7 % 600:03}]] [[Plan]] [[bulk/n{i:03}#x]] [[Ana]] [[Missing {i}]]\n")

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.ledger.sqlite import apply_migrations
-from notewarden.notes.index import INDEX_MIGRATIONS, STALE_BATCH, NoteIndex
+from notewarden.notes.index import NoteIndex
+from notewarden.notes.index_refresh import INDEX_MIGRATIONS, STALE_BATCH
 from notewarden.notes.model import match_words, search_terms
 from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
+from notewarden.sqlite_migrations import apply_migrations
 
 pytestmark = pytest.mark.resolves_files
 
@@ -264,10 +265,10 @@ def test_an_unchanged_note_read_again_only_settles(
     index: NoteIndex, root: WorkspaceRoot, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rule 4's second look at a racily clean note rewrites nothing when the note is unchanged."""
-    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", 10**15)  # everything is racy
+    monkeypatch.setattr("notewarden.notes.index_refresh.RACY_WINDOW_NS", 10**15)  # everything is racy
     assert titled(index, root, "budget") == ["reports/budget.md"]
     assert index._db.execute("SELECT count(*) FROM notes WHERE settled = 0").fetchone() == (3,)
-    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", 0)
+    monkeypatch.setattr("notewarden.notes.index_refresh.RACY_WINDOW_NS", 0)
     segments = full_text_segments(index)
     assert titled(index, root, "budget") == ["reports/budget.md"]
     assert index._db.execute("SELECT settled FROM notes WHERE id = 'reports/budget.md'").fetchone() == (1,)
@@ -284,7 +285,7 @@ def test_racy_notes_settle_together_once_their_window_has_passed(
 ) -> None:
     """Rule 4: the next call after the window re-reads every unsettled note in one pass."""
     window = 0.3
-    monkeypatch.setattr("notewarden.notes.index.RACY_WINDOW_NS", int(window * 1e9))
+    monkeypatch.setattr("notewarden.notes.index_refresh.RACY_WINDOW_NS", int(window * 1e9))
     for i in range(20):
         (folder / f"fresh-{i:02}.md").write_text(f"# Fresh {i}\n\nimported\n")
     assert len(search(index, root, "imported")) == 20

@@ -14,15 +14,20 @@ from notewarden.notes.ownership import (
     OwnerMarker,
     WorkspaceOwnedElsewhere,
     claim_owner,
-    committed_line,
     inspect_trash,
-    intent_line,
-    parse_journal,
     read_owner,
     sharing_refusal,
     take_over,
 )
-from notewarden.scope.fsroot import TRASH_DIR_NAME, TRASH_OWNER_NAME, WorkspaceRoot
+from notewarden.notes.trash_journal import (
+    append_line,
+    committed_line,
+    intent_line,
+    parse_journal,
+    read_journal,
+)
+from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.note_paths import TRASH_DIR_NAME, TRASH_OWNER_NAME
 
 pytestmark = pytest.mark.resolves_files
 
@@ -116,8 +121,8 @@ def test_the_journal_tells_committed_from_unresolved_and_mine_from_foreign(
         intent_line("t-gone", "d.md", "file:///w", "f" * 32),
         b"not json\n",
     ):
-        root.append_trash_journal(line)
-    lines, unreadable = parse_journal(root.read_trash_journal(1 << 20))
+        append_line(root, line)
+    lines, unreadable = parse_journal(read_journal(root, 1 << 20))
     assert unreadable == 1 and [line.committed for line in lines] == [False, False, True, False, False]
 
     report = inspect_trash(root, "file:///w", "a" * 32)

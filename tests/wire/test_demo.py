@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.scope.fsroot import TRASH_DIR_NAME
+from notewarden.scope.note_paths import TRASH_DIR_NAME
 
 CHECKPOINTS = [
     "[1 discover] server/discover → supportedVersions=['2026-07-28']",

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.resolves_files
 
 def test_an_in_place_edit_is_seen_by_the_next_call(deployment: Deployment, http_server: HttpServer) -> None:
     note = deployment.notes / "meetings" / "standup.md"
-    settled = 1_600_000_000  # long past: neither the file nor its folder is "racily clean" (index Rule 4)
+    # long past: neither the file nor its folder is "racily clean" (index_refresh Rule 3)
+    settled = 1_600_000_000
     os.utime(note, (settled, settled))
     os.utime(note.parent, (settled, settled))
     mcp = RawMcp(http_server.url, ALICE_TOKEN)

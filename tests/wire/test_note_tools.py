@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from notewarden.scope.fsroot import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
+from notewarden.scope.note_paths import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.tools.resources import ANY_WORKSPACE_TEMPLATE
 from tests.conftest import Deployment
 from tests.wire.sdkclients import TRANSPORTS, call, error_code, sdk_client

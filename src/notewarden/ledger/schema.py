@@ -10,24 +10,17 @@ private file, and the embedded default must work with one command. PostgreSQL is
 instances that may run different notewarden versions during a rollout, so only
 `notewarden db upgrade` changes it; a server refuses to start on a schema that is behind
 (`SchemaOutOfDate`, whose message says to run that command).
+The SQLite side of Rules 2 and 3 (the runner) is `notewarden.sqlite_migrations`.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from notewarden.ledger import SchemaOutOfDate
 
-__all__ = [
-    "LEDGER_SCHEMA",
-    "SchemaComponent",
-    "check_versions",
-    "split_script",
-    "sqlite_upgrade",
-    "sqlite_versions",
-]
+__all__ = ["LEDGER_SCHEMA", "SchemaComponent", "check_versions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,23 +95,6 @@ LEDGER_SCHEMA = SchemaComponent(
 """Step 2: the ledger's identity (a random id made with the database, see `LedgerIdentity`) and
 each confirmation's receipt (what its commit did, JSON)."""
 
-_VERSIONS_TABLE = (
-    "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-)
-
-
-def split_script(script: str) -> list[str]:
-    """Statements of a SQLite script, keeping `CREATE TRIGGER ... BEGIN ...; END;` whole."""
-    statements, pending = [], ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending.strip().rstrip(";"))
-            pending = ""
-    if pending.strip():
-        statements.append(pending.strip())
-    return [s for s in statements if s]
-
 
 def check_versions(
     found: Mapping[str, int], components: Iterable[SchemaComponent], *, upgrade_hint: str
@@ -139,39 +115,3 @@ def check_versions(
         raise SchemaOutOfDate("database schema is behind: " + "; ".join(behind) + f". Run {upgrade_hint}")
     if ahead:
         raise SchemaOutOfDate("database schema is ahead: " + "; ".join(ahead) + ". Upgrade notewarden")
-
-
-def sqlite_versions(conn: sqlite3.Connection) -> dict[str, int]:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_versions'"
-    ).fetchone()
-    if not exists:
-        return {}
-    return {str(c): int(v) for c, v in conn.execute("SELECT component, version FROM schema_versions")}
-
-
-def sqlite_upgrade(conn: sqlite3.Connection, components: Sequence[SchemaComponent]) -> dict[str, int]:
-    """Apply every missing step in one `BEGIN IMMEDIATE` transaction; steps applied per component."""
-    applied: dict[str, int] = {}
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(_VERSIONS_TABLE)
-        found = sqlite_versions(conn)
-        for component in components:
-            current = found.get(component.name, 0)
-            if current > component.latest:
-                check_versions(found, [component], upgrade_hint="")  # raises: ahead
-            for script in component.sqlite[current:]:
-                for statement in split_script(script):
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_versions (component, version) VALUES (?, ?) "
-                "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                (component.name, component.latest),
-            )
-            applied[component.name] = component.latest - current
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return applied

@@ -41,22 +41,15 @@ from notewarden.ledger import (
     TransactionSteps,
     encode_receipt,
 )
-from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, sqlite_upgrade
+from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent
+from notewarden.sqlite_migrations import sqlite_upgrade
 
-__all__ = ["SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn", "apply_migrations"]
+__all__ = ["SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn"]
 
 logger = logging.getLogger(__name__)
 
 _PURGE_INTERVAL_SECONDS = 60.0
 _UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
-
-
-def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
-    """Bring a SQLite-only component (an index, a cache) to its latest version; steps applied."""
-    component_schema = SchemaComponent(
-        component, tables=(), sqlite=tuple(migrations), postgres=tuple(migrations)
-    )
-    return sqlite_upgrade(conn, [component_schema])[component]
 
 
 class SqlitePool:

@@ -88,15 +88,10 @@ from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
-from notewarden.notes.index import IndexedNote, NoteIndex
-from notewarden.notes.model import TITLE_SCAN_BYTES, Note, content_version, extract_title
-from notewarden.notes.ownership import (
-    WorkspaceOwnedElsewhere,
-    claim_owner,
-    committed_line,
-    intent_line,
-    parse_journal,
-)
+from notewarden.notes.index import NoteIndex
+from notewarden.notes.index_refresh import IndexedNote
+from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content_version, extract_title
+from notewarden.notes.ownership import WorkspaceOwnedElsewhere, claim_owner
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
     Moved,
@@ -115,16 +110,18 @@ from notewarden.notes.store import (
     TrashedNote,
     VersionConflict,
 )
-from notewarden.scope.fsroot import (
-    MOVE_JOURNAL_NAME,
-    FsError,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
+from notewarden.notes.trash_journal import (
+    append_line,
+    committed_line,
+    intent_line,
+    parse_journal,
+    read_journal,
+    reset_journal,
 )
+from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import MOVE_JOURNAL_NAME
 from notewarden.scope.uri import FileUri
 
 __all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
@@ -253,7 +250,7 @@ def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
 
 
 def _note(row: IndexedNote) -> Note:
-    return Note(id=row.id, title=row.title, identity=row.identity, aliases=row.aliases)
+    return Note(id=row.id, title=row.title, identity=NoteIdentity.of_file(row.identity), aliases=row.aliases)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -359,18 +356,20 @@ class FilesNoteStore:
         notes = []
         for note_id in note_ids:
             head, identity = scope.root.read_head(_inside(scope, note_id), TITLE_SCAN_BYTES)
-            notes.append(Note(id=note_id, title=extract_title(head, note_id), identity=identity))
+            notes.append(
+                Note(id=note_id, title=extract_title(head, note_id), identity=NoteIdentity.of_file(identity))
+            )
         return notes
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
         data, identity = scope.root.read_note(_inside(scope, note_id))
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
         scope.root.require_in_place()
         identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
         self.index.note_changed(str(scope.workspace), scope.root, note_id)
-        return NoteContent(Note(note_id, extract_title(data, note_id), identity), data)
+        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
 
     def rewrite_note(
         self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
@@ -405,15 +404,17 @@ class FilesNoteStore:
                 body=None,
             )
             root.keep_version(
-                note_id, saved.version_id, before.note.identity, before.data, sync=self._sync_trash
+                note_id, saved.version_id, before.note.identity.as_file(), before.data, sync=self._sync_trash
             )
             txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
-            identity = root.replace_note(note_id, data, expected=before.note.identity)
+            identity = root.replace_note(note_id, data, expected=before.note.identity.as_file())
             txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
             pruned = self.history.prune(txn, workspace, note_id)
         self._purge_saved(root, pruned)
         return Rewritten(
-            before, NoteContent(Note(note_id, extract_title(data, note_id), identity), data), saved
+            before,
+            NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data),
+            saved,
         )
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
@@ -467,7 +468,7 @@ class FilesNoteStore:
             _refuse_taken(root, new_id)
             planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
             head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
-            note = Note(note_id, extract_title(head, note_id), entry.identity)
+            note = Note(note_id, extract_title(head, note_id), NoteIdentity.of_file(entry.identity))
             return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
         relinked: list[Relinked] = []
         pruned: list[str] = []
@@ -512,7 +513,9 @@ class FilesNoteStore:
         self._purge_saved(root, pruned)
         self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
-        return Moved(Note(new_id, extract_title(head, new_id), identity), tuple(relinked))
+        return Moved(
+            Note(new_id, extract_title(head, new_id), NoteIdentity.of_file(identity)), tuple(relinked)
+        )
 
     def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[_Planned]:
         """Every note of the workspace (not only of the scope's folder: links resolve across the
@@ -588,11 +591,18 @@ class FilesNoteStore:
             before = planned.before
             try:
                 root.keep_version(
-                    planned.note_id, step["saved"], before.note.identity, before.data, sync=self._sync_trash
+                    planned.note_id,
+                    step["saved"],
+                    before.note.identity.as_file(),
+                    before.data,
+                    sync=self._sync_trash,
                 )
                 try:
                     root.replace_note(
-                        planned.note_id, planned.data, expected=before.note.identity, temp_name=step["tmp"]
+                        planned.note_id,
+                        planned.data,
+                        expected=before.note.identity.as_file(),
+                        temp_name=step["tmp"],
                     )
                 except IdentityMismatch:
                     root.purge_history_entry(step["saved"])
@@ -691,7 +701,11 @@ class FilesNoteStore:
             identity = scope.root.trash_entry(trash_id)
             if identity is None:
                 continue  # purged but not yet committed, or removed by hand: recovery drops the row
-            entries.append(TrashedNote(trash_id, note_id, title, deleted_at, identity.size, identity))
+            entries.append(
+                TrashedNote(
+                    trash_id, note_id, title, deleted_at, identity.size, NoteIdentity.of_file(identity)
+                )
+            )
         return entries
 
     def restore(
@@ -718,7 +732,7 @@ class FilesNoteStore:
             root.purge_trash_entry(trash_id + _SIDECAR)
         self.index.note_changed(str(scope.workspace), root, target)
         head, _ = root.read_head(target, TITLE_SCAN_BYTES)
-        return Note(target, extract_title(head, target), identity)
+        return Note(target, extract_title(head, target), NoteIdentity.of_file(identity))
 
     def purge_trash(
         self,
@@ -733,7 +747,8 @@ class FilesNoteStore:
         txn.lock_workspace(str(scope.workspace))
         require_owner(txn, scope)
         for entry in entries:
-            if root.trash_entry(entry.trash_id) != entry.identity:
+            found = root.trash_entry(entry.trash_id)
+            if (None if found is None else NoteIdentity.of_file(found)) != entry.identity:
                 raise IdentityMismatch(f"trash entry {entry.trash_id!r} is not the file that was listed")
         for done, entry in enumerate(entries, 1):
             txn.execute(
@@ -784,7 +799,7 @@ class FilesNoteStore:
         trash_id = _new_trash_id()
         deleted_at = time.time()
         intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
-        root.append_trash_journal(intent, sync=self._sync_trash)
+        append_line(root, intent, sync=self._sync_trash)
         committed = committed_line(trash_id, ledger_id)
         self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
         identity = root.quarantine(candidate.id, trash_id, candidate.identity)
@@ -794,7 +809,7 @@ class FilesNoteStore:
             self.index.note_changed(workspace, root, candidate.id)
 
         txn.on_rollback(put_back)
-        txn.on_commit(lambda: root.append_trash_journal(committed, sync=False))
+        txn.on_commit(lambda: append_line(root, committed, sync=False))
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
@@ -820,7 +835,7 @@ class FilesNoteStore:
             title=candidate.title,
             deleted_at=deleted_at,
             size=identity.size,
-            identity=identity,
+            identity=NoteIdentity.of_file(identity),
         )
 
     def recover(self, txn: LedgerTxn, workspace: FileUri, root: WorkspaceRoot | None) -> int:
@@ -855,7 +870,7 @@ class FilesNoteStore:
         """Settle the journal's lines of the transaction's ledger: move back what did not commit, then
         rewrite the journal with the lines it could not act on and every other ledger's lines
         (`notes.ownership` Rule 1). The caller holds the workspace's lock."""
-        journal = root.read_trash_journal(_JOURNAL_READ_MAX)
+        journal = read_journal(root, _JOURNAL_READ_MAX)
         lines, unreadable = parse_journal(journal)
         if unreadable:
             logger.error("unreadable lines of the trash journal dropped", extra={"workspace": workspace})
@@ -879,7 +894,7 @@ class FilesNoteStore:
                 extra={"workspace": workspace, "lines": foreign},
             )
         if len(journal) < _JOURNAL_READ_MAX:
-            root.reset_trash_journal(b"".join(kept))
+            reset_journal(root, b"".join(kept))
             self._journaled[workspace] = 0
         return recovered
 

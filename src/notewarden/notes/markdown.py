@@ -585,7 +585,7 @@ def aliases_of(properties: dict[str, Any] | None) -> list[str]:
 
 
 def parse_note(text: str, stem: str, *, with_headings: bool = True) -> NoteFacts:
-    """Everything `notes.index` keeps about a note, in one pass over it (Rules 1-10).
+    """Everything the files index keeps about a note, in one pass over it (`notes.index_refresh` Rules 1-8).
 
     A note costs one block parse. Without `with_headings` (the index: it reads a link target's
     headings only when a link's anchor is shown) the block parse is skipped when nothing could open

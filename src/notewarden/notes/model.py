@@ -10,6 +10,12 @@ note matches a title query when one of its names contains every word of the quer
 case-insensitively, each name taken alone: its title, else its file name (the stem: in a vault
 most notes have no `# ` heading and people call a note by its file name), else one of its
 aliases. The first name that matches is the one the form names.
+
+A note's identity (`NoteIdentity`) is the store's, not the filesystem's: which stored object holds
+the note and the state of it that was seen, so that a note replaced or changed since it was shown
+compares unequal. The files store builds it from the file's device, inode, mtime and size
+(`NoteIdentity.of_file`); the SQL stores from the row's id and version counter (which a trigger
+bumps on every write), its modification time and its size.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from notewarden.scope.fsroot import FileIdentity
 __all__ = [
     "TITLE_SCAN_BYTES",
     "Note",
+    "NoteIdentity",
     "compose_note",
     "content_version",
     "extract_names",
@@ -59,10 +66,31 @@ STOP_WORDS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class NoteIdentity:
+    """Which stored note was shown, in the state it was shown (module docstring)."""
+
+    key: tuple[int, int]
+    """What holds the note, as its store names it: the file's (device, inode) in the files store,
+    the row's (id, version) in a SQL store."""
+    modified_ns: int
+    size: int
+
+    @classmethod
+    def of_file(cls, identity: FileIdentity) -> NoteIdentity:
+        return cls((identity.dev, identity.ino), identity.mtime_ns, identity.size)
+
+    def as_file(self) -> FileIdentity:
+        """The same four integers as a `FileIdentity`: what the files store hands the workspace root
+        as `expected`, and what confirm's `Candidate` seals for every store until it takes an opaque
+        fingerprint (issue 17)."""
+        return FileIdentity(*self.key, self.modified_ns, self.size)
+
+
+@dataclass(frozen=True, slots=True)
 class Note:
     id: str
     title: str
-    identity: FileIdentity
+    identity: NoteIdentity
     aliases: tuple[str, ...] = ()
 
     @property
@@ -71,7 +99,7 @@ class Note:
 
     @property
     def modified(self) -> float:
-        return self.identity.mtime_ns / 1e9
+        return self.identity.modified_ns / 1e9
 
 
 def extract_title(head: bytes, note_id: str) -> str:

@@ -1,5 +1,5 @@
-"""Who may change a workspace folder's trash: the owner marker, the self-describing intent journal,
-and the rule for a server whose ledger is not the owner.
+"""Who may change a workspace folder's trash: the owner marker, the ledger each line of the intent
+journal names (`notes.trash_journal`), and the rule for a server whose ledger is not the owner.
 
 Rule 1 (the invariant): a delete whose claim committed is never rolled back, by any process. The
 files store moves a trash entry back only while it holds the ledger that would have recorded the
@@ -23,16 +23,7 @@ another:
 The rule is logged per workspace at start-up, checked again inside every trash mutation (the
 marker must name the ledger of the open transaction), and reported by `inspect_trash`.
 
-Rule 3 (the record): each journal line is one JSON object:
-
-    {"trash_id", "note_id", "workspace", "ledger"}   an intent, appended before the rename
-    {"committed": trash_id, "ledger"}                appended after COMMIT: a confirmed delete
-
-The committed line is advisory (the ledger's row is the truth; a crash may lose the line), so a
-reader that is not the owner can tell confirmed deletes from unresolved ones. Only holders of the
-owner ledger's lock rewrite the journal; every other process only reads it.
-
-Rule 4: a takeover (`take_over`) re-marks a folder whose owner is gone (e.g. restored from a
+Rule 3: a takeover (`take_over`) re-marks a folder whose owner is gone (e.g. restored from a
 backup next to a fresh state dir). It moves nothing: the old owner's entries stay in the trash,
 unresolved ones among them, and `inspect_trash` lists them with the paths they came from.
 """
@@ -49,21 +40,19 @@ from pathlib import Path
 from typing import Any
 
 from notewarden.ledger import LedgerIdentity
-from notewarden.scope.fsroot import TRASH_OWNER_NAME, WorkspaceRoot
+from notewarden.notes.trash_journal import parse_journal, read_journal
+from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.note_paths import TRASH_OWNER_NAME
 
 __all__ = [
-    "JournalLine",
     "OwnerMarker",
     "Relation",
     "TrashRecord",
     "TrashReport",
     "WorkspaceOwnedElsewhere",
     "claim_owner",
-    "committed_line",
     "describe_ledger",
     "inspect_trash",
-    "intent_line",
-    "parse_journal",
     "read_owner",
     "sharing_refusal",
     "take_over",
@@ -221,54 +210,6 @@ class WorkspaceOwnedElsewhere(Exception):
         super().__init__(f"nothing was changed: {self.explanation}.")
 
 
-# --- the journal's lines (Rule 3) -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JournalLine:
-    raw: bytes
-    trash_id: str
-    ledger: str | None
-    """None on a legacy line (an earlier notewarden): its ledger is unknown."""
-    note_id: str | None
-    """Where the note was (an intent); None on a committed line."""
-
-    @property
-    def committed(self) -> bool:
-        return self.note_id is None
-
-
-def intent_line(trash_id: str, note_id: str, workspace: str, ledger_id: str) -> bytes:
-    fields = {"trash_id": trash_id, "note_id": note_id, "workspace": workspace, "ledger": ledger_id}
-    return json.dumps(fields).encode() + b"\n"
-
-
-def committed_line(trash_id: str, ledger_id: str) -> bytes:
-    return json.dumps({"committed": trash_id, "ledger": ledger_id}).encode() + b"\n"
-
-
-def parse_journal(journal: bytes) -> tuple[list[JournalLine], int]:
-    """The readable lines, and how many were not (no process can act on those)."""
-    lines, unreadable = [], 0
-    for raw in journal.splitlines(keepends=True):
-        try:
-            fields = json.loads(raw)
-            ledger = fields.get("ledger")
-            if "committed" in fields:
-                trash_id, note_id = fields["committed"], None
-            else:
-                trash_id, note_id = fields["trash_id"], fields["note_id"]
-                if not isinstance(note_id, str):
-                    raise TypeError("note_id must be a string")
-            if not isinstance(trash_id, str) or not (ledger is None or isinstance(ledger, str)):
-                raise TypeError("trash_id and ledger must be strings")
-        except (ValueError, KeyError, TypeError, AttributeError):
-            unreadable += 1
-            continue
-        lines.append(JournalLine(raw, trash_id, ledger, note_id))
-    return lines, unreadable
-
-
 # --- what a folder's trash says about itself (for `notewarden doctor`) ------------------------------
 
 
@@ -328,7 +269,7 @@ def inspect_trash(root: WorkspaceRoot, workspace: str, ledger_id: str | None) ->
         owner, problem = read_owner(root), None
     except ValueError as exc:
         owner, problem = None, str(exc)
-    lines, unreadable = parse_journal(root.read_trash_journal(_JOURNAL_READ_MAX))
+    lines, unreadable = parse_journal(read_journal(root, _JOURNAL_READ_MAX))
     committed = {line.trash_id for line in lines if line.committed}
     in_trash = set(root.list_trash())
     pending: list[TrashRecord] = []

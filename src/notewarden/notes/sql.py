@@ -11,14 +11,14 @@ A crash anywhere before COMMIT leaves the note in `notes` and the confirmation u
 it, both changes. There is nothing to recover.
 
 Rule 1 (the note model is the files store's): a note belongs to a workspace URI, its id is a
-relative path under `fsroot.split_relative`'s rules (checked on write), and its title is found
-in its body by the same rule (front matter, first heading, file stem). A row's identity fills
-`FileIdentity`'s four integers:
+relative path under `note_paths.split_relative`'s rules (checked on write), and its title is found
+in its body by the same rule (front matter, first heading, file stem). A row's identity
+(`model.NoteIdentity`) is:
 
-    dev       the row's version: a trigger bumps it on every UPDATE, whoever the writer is
-    ino       the row id, never reused: a note deleted and created again is another note
-    mtime_ns  when the row last changed (shown to the user; milliseconds on SQLite)
-    size      the body's length in bytes
+    key          (row id, version): the id is never reused (a note deleted and created again is
+                 another note); a trigger bumps the version on every UPDATE, whoever the writer is
+    modified_ns  when the row last changed (shown to the user; milliseconds on SQLite)
+    size         the body's length in bytes
 
 so a note edited or replaced since round 1 fails the move's match and nothing is deleted.
 
@@ -82,7 +82,7 @@ from notewarden.notes.derived import (
 )
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
-from notewarden.notes.model import Note, nearly_same, note_stem, title_words
+from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
@@ -104,17 +104,10 @@ from notewarden.notes.store import (
     TrashedNote,
     VersionConflict,
 )
-from notewarden.scope.fsroot import (
-    FileIdentity,
-    FsError,
-    IdentityMismatch,
-    NoteExists,
-    NoteMissing,
-    PathRejected,
-    WorkspaceRoot,
-    split_relative,
-)
+from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.scope.uri import FileUri
 
 __all__ = ["SQL_STORE_SCHEMA", "SqlNoteStore", "derived_values"]
@@ -267,7 +260,7 @@ _SQLITE_QUERIES = {
     "AND EXISTS (SELECT 1 FROM json_each(n.title_keys) k WHERE {contains}) ORDER BY n.path",
     "similar": f"SELECT {_COLUMNS['sqlite']} FROM notes_title_fts t CROSS JOIN notes n ON n.id = t.rowid "
     "WHERE notes_title_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} ORDER BY n.path LIMIT ?",
-    # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 5)
+    # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 2)
     "search": "SELECT * FROM (SELECT "
     f"{_COLUMNS['sqlite']}, bm25(notes_fts, 10.0, 2.0, 1.0) AS score, "
     "snippet(notes_fts, 2, '**', '**', '…', 16) FROM notes_fts CROSS JOIN notes n ON n.id = notes_fts.rowid "
@@ -542,8 +535,8 @@ def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
-def _identity(row_id: int, version: int, modified_ns: int, size: int) -> FileIdentity:
-    return FileIdentity(dev=version, ino=row_id, mtime_ns=modified_ns, size=size)
+def _identity(row_id: int, version: int, modified_ns: int, size: int) -> NoteIdentity:
+    return NoteIdentity((row_id, version), modified_ns, size)
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
@@ -1096,6 +1089,7 @@ class SqlNoteStore:
                 return Rewritten(before, before, None)
             body = _text(data)
             facts = derive(target, body)
+            _, version = before.note.identity.key
             written = txn.execute(
                 sql["write"],
                 (
@@ -1104,7 +1098,7 @@ class SqlNoteStore:
                     *derived_values(txn.dialect, target, body, facts),
                     workspace,
                     note_id,
-                    before.note.identity.dev,
+                    version,
                 ),
             )
             if not written:
@@ -1221,13 +1215,9 @@ class SqlNoteStore:
     def _linking_notes(self, db: SqlSession, workspace: str, moved: Note, moved_to: str) -> list[str]:
         """The notes with a link whose target the move can change (as `NoteIndex.linking_notes`)."""
         sql = _STATEMENTS[db.dialect]
-        keys = [
-            links.name_key(moved_to),
-            *(k for (k,) in db.execute(sql["aliases_of"], (moved.identity.ino,))),
-        ]
-        rows = db.execute(
-            sql["linking"].format(marks=", ".join("?" * len(keys))), (moved.identity.ino, workspace, *keys)
-        )
+        row_id, _ = moved.identity.key
+        keys = [links.name_key(moved_to), *(k for (k,) in db.execute(sql["aliases_of"], (row_id,)))]
+        rows = db.execute(sql["linking"].format(marks=", ".join("?" * len(keys))), (row_id, workspace, *keys))
         return sorted({moved.id, *(str(r[0]) for r in rows)})
 
     # --- the trash: every change inside the ledger's transaction --------------------------------
@@ -1247,7 +1237,8 @@ class SqlNoteStore:
         txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
         trash_id = _new_trash_id()
         deleted_at = time.time()
-        match = (workspace, note_id, candidate.identity.ino, candidate.identity.dev)
+        row_id, version = NoteIdentity.of_file(candidate.identity).key
+        match = (workspace, note_id, row_id, version)
         row = (trash_id, candidate.title, principal, confirmation_id, deleted_at)
         params = (*row, *match) if txn.dialect == "sqlite" else (*match, *row)
         moved = txn.execute(sql["trash_move"], params)
@@ -1256,10 +1247,10 @@ class SqlNoteStore:
                 raise IdentityMismatch(f"note {note_id!r} was edited or replaced since it was shown")
             raise NoteMissing(f"note {note_id!r} no longer exists")
         if "trash_move_done" in sql:
-            txn.execute(sql["trash_move_done"], (candidate.identity.ino,))
+            txn.execute(sql["trash_move_done"], (row_id,))
         ((modified_ns, size),) = moved
         self.history.to_trash(txn, workspace, note_id, trash_id)
-        identity = _identity(candidate.identity.ino, candidate.identity.dev, modified_ns, size)
+        identity = _identity(row_id, version, modified_ns, size)
         return TrashedNote(trash_id, note_id, candidate.title, deleted_at, size, identity)
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:

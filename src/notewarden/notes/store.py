@@ -2,7 +2,7 @@
 
 A store never authorizes: it receives a `WorkspaceScope` that `grants` produced, and
 operates only inside it. Every store uses the same note model (`notes.model`): a note
-belongs to a workspace URI and its id is a relative path under `fsroot.split_relative`'s
+belongs to a workspace URI and its id is a relative path under `note_paths.split_relative`'s
 rules, so a scope's subtree contains the same ids whatever the store. Mutations take the ledger's open transaction (`LedgerTxn`), so
 that a store sharing the ledger's database writes its rows in the same transaction as
 the claim, and a store that cannot (files) registers an undo step to run on rollback.
@@ -10,7 +10,7 @@ the claim, and a store that cannot (files) registers an undo step to run on roll
 Every trash mutation (move to trash, restore, purge) runs inside that transaction; writes
 that never touch the trash (create, rewrite, move) open their own. A note's version is
 `model.content_version` of its bytes in every store, so clients see one meaning.
-Note ids outside `scope.subtree` are refused with `fsroot.PathRejected`.
+Note ids outside `scope.subtree` are refused with `fs_errors.PathRejected`.
 
 Every write that replaces content goes through `rewrite_note`, which keeps the replaced content
 in the note's history (`notes.history`) and resolves a concurrent writer by calling the rewrite
@@ -30,8 +30,8 @@ from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry
-from notewarden.notes.model import Note, content_version
-from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
+from notewarden.notes.model import Note, NoteIdentity, content_version
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri
 
@@ -71,7 +71,7 @@ class TrashedNote:
     title: str
     deleted_at: float
     size: int = 0
-    identity: FileIdentity | None = None
+    identity: NoteIdentity | None = None
     """What the trash entry was when listed: a purge confirmed for it refuses another file."""
 
 
@@ -254,10 +254,11 @@ class NoteStore(Protocol):
         principal: str,
         confirmation_id: str,
     ) -> TrashedNote:
-        """Move the confirmed note to the trash inside `txn`, after checking it is still that file.
+        """Move the confirmed note to the trash inside `txn`, after checking it is still that note
+        (`candidate.identity` holds `NoteIdentity.as_file` of the note that was shown).
 
-        Raises `fsroot.IdentityMismatch` when the note changed since it was shown, and
-        `fsroot.NoteMissing` when it is gone.
+        Raises `fs_errors.IdentityMismatch` when the note changed since it was shown, and
+        `fs_errors.NoteMissing` when it is gone.
         """
         ...
 
@@ -275,7 +276,7 @@ class NoteStore(Protocol):
         ...
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> Sequence[Note]:
-        """These notes, in the given order, with their current identity; `fsroot.NoteMissing` names
+        """These notes, in the given order, with their current identity; `fs_errors.NoteMissing` names
         the first that does not exist."""
         ...
 
@@ -332,7 +333,7 @@ class NoteStore(Protocol):
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent: ...
 
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
-        """Create exclusively (`fsroot.NoteExists` if the id is taken); missing folders are made."""
+        """Create exclusively (`fs_errors.NoteExists` if the id is taken); missing folders are made."""
         ...
 
     def rewrite_note(
@@ -345,14 +346,14 @@ class NoteStore(Protocol):
         ...
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> Sequence[HistoryEntry]:
-        """The note's saved versions, newest first (`fsroot.NoteMissing` when it has neither a history
+        """The note's saved versions, newest first (`fs_errors.NoteMissing` when it has neither a history
         nor a current content)."""
         ...
 
     def saved_version(
         self, scope: WorkspaceScope, note_id: str, version_id: str
     ) -> tuple[HistoryEntry, bytes]:
-        """One saved version and its bytes; `fsroot.NoteMissing` when the note has no such version."""
+        """One saved version and its bytes; `fs_errors.NoteMissing` when the note has no such version."""
         ...
 
     def select_history(
@@ -375,7 +376,7 @@ class NoteStore(Protocol):
         dry_run: bool = False,
         progress: ProgressSink | None = None,
     ) -> Moved:
-        """Rename inside the workspace, never replacing (`fsroot.NoteExists`). With `relink`, every
+        """Rename inside the workspace, never replacing (`fs_errors.NoteExists`). With `relink`, every
         link whose target the move would change, in any note of the workspace, is rewritten to open
         the same note afterwards (`links.rewrite_for_move`), each rewritten note's content kept in its
         history under `relink`: all of it or none of it. A linking note another writer changes during
@@ -402,7 +403,7 @@ class NoteStore(Protocol):
         progress: ProgressSink | None = None,
     ) -> int:
         """Delete these trash entries for good, after checking each is still the listed file
-        (`fsroot.IdentityMismatch` otherwise, before anything is deleted); returns how many."""
+        (`fs_errors.IdentityMismatch` otherwise, before anything is deleted); returns how many."""
         ...
 
     def close(self) -> None: ...

@@ -1,194 +1,135 @@
-"""A capability for one workspace directory: the only code in notewarden that touches workspace files.
+"""A capability for one workspace directory: with the modules it builds on (``note_paths``: the names it
+accepts; ``resolver``: opening beneath the held directory; ``fs_syscalls``: openat2, renameat2, statx;
+``fs_errors``) the only code in notewarden that touches workspace files.
 
 A ``WorkspaceRoot`` holds an open directory fd, like Go's ``os.Root`` or Rust's ``cap_std::fs::Dir``, and
-resolves every note path relative to that fd. Linux only.
+resolves every note path relative to that fd. Linux only. Every path and name it is given is checked
+against ``note_paths`` first, and its errors follow ``fs_errors`` Rule 1.
 
-Rule 1: note paths are relative POSIX paths of plain names joined by single slashes: UTF-8 (no lone
-surrogates), no NUL or other control characters, no backslash, no empty, ``.`` or ``..`` component, no
-leading or trailing slash, each component at most 255 bytes, the whole path at most 4095 bytes. The trash
-directory ``.notewarden-trash`` and the history directory ``.notewarden-history`` (first component) and
-names starting with ``.nw-tmp-`` are reserved.
-Anything else raises ``PathRejected`` before any system call is made.
-
-Rule 2: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
+Rule 1: nothing follows a symbolic link, not even one that stays inside the workspace. Symlinks are never
 listed as notes or folders (``list_dir`` reports each in ``skipped``, with why), and using one as a parent
 or as the note itself raises ``EscapeBlocked``. Intermediate components
 are resolved with ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 RESOLVE_NO_XDEV)``; where openat2 is unavailable (ENOSYS, or EPERM/EINVAL/E2BIG from seccomp filters), or
-when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY``. The last component is
-then used with ``*at()`` calls relative to the parent fd and no-follow flags.
+when forced, by opening one component at a time with ``O_NOFOLLOW | O_DIRECTORY`` (``resolver`` Rule 1,
+``fs_syscalls`` Rule 1). The last component is then used with ``*at()`` calls relative to the parent fd and no-follow flags.
 
-Rule 3: no path string is ever re-opened by name from the root of the filesystem. The configured
+Rule 2: no path string is ever re-opened by name from the root of the filesystem. The configured
 workspace path is opened once in ``WorkspaceRoot.open``; afterwards only the held fd is used, so renaming
 or replacing the configured directory does not redirect an open ``WorkspaceRoot``.
 
-Rule 4: resolution never crosses a mount point. openat2 enforces this with RESOLVE_NO_XDEV; the walk
+Rule 3: resolution never crosses a mount point. openat2 enforces this with RESOLVE_NO_XDEV; the walk
 compares ``st_dev`` and, where ``statx`` reports it, the mount id of every directory with the root's.
 The mount id also catches bind mounts of the same filesystem, which keep ``st_dev``. Leaves (the note
 itself) get the same check, so a file bind-mounted over a note name is refused too.
 
-Rule 5: only regular files are notes. Files are opened with ``O_NONBLOCK | O_NOCTTY`` after an ``lstat``
+Rule 4: only regular files are notes. Files are opened with ``O_NONBLOCK | O_NOCTTY`` after an ``lstat``
 check and verified again with ``fstat``, so a FIFO, socket or device planted under a note name raises
 ``NotARegularFile`` instead of hanging or opening a device.
 
-Rule 6: changes are exclusive or verified. New files use ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a dangling
+Rule 5: changes are exclusive or verified. New files use ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a dangling
 symlink at the name is refused, never written through). Replacement writes a temp file and swaps it in
 with ``renameat2(RENAME_EXCHANGE)``, then verifies the displaced entry is the expected one and swaps back
 if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREPLACE)`` and compare
 identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
-residual races are described at ``_rename_noreplace`` and ``replace_note``. Quarantine never unlinks
+residual races are described at ``fs_syscalls.rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` and ``purge_history_entry`` delete, and only inside the trash and
-history directories. The one file appended to is the trash's intent journal: ``O_APPEND | O_NOFOLLOW |
-O_NONBLOCK``, and only while it is a regular file of the service. Names starting with ``~`` in the
-trash are its records (the journal, the owner marker ``~owner``), never entries; a record is replaced
-by writing a temp file and renaming it over, or created exclusively by linking it into place. A
+history directories. Records (``note_paths`` Rule 2) are the only files appended to (``append_record``,
+which the trash's intent journal uses, ``notes.trash_journal``): ``O_APPEND | O_NOFOLLOW | O_NONBLOCK``,
+and only while the record is a regular file of the service. A record is replaced by writing a temp file
+and renaming it over, or created exclusively by linking it into place. A
 history entry is a hard link to the inode of the version it saves (``linkat`` without following,
 identity-checked), or a copy created with ``O_EXCL``; neither is ever written again.
 
-Rule 7: hard links are visible, not refused. A hard link is another name for an inode, so no path check
+Rule 6: hard links are visible, not refused. A hard link is another name for an inode, so no path check
 can tell whether its data also lives outside the workspace. ``NoteEntry.nlink`` reports the count, and
 ``read_note``/``quarantine`` refuse ``st_nlink > 1`` only when called with ``refuse_hardlinked=True``.
 The real defence is deployment: workspaces on their own filesystem and ``fs.protected_hardlinks=1``.
 
-Rule 8: error messages name the relative note path that was given and say what is allowed. They never
-contain absolute paths, not even the workspace's own; a rejected absolute note path is not echoed.
-
-Rule 9: observing is done on held fds too: ``list_dir`` hands a watcher (inotify) the
+Rule 7: observing is done on held fds too: ``list_dir`` hands a watcher (inotify) the
 ``/proc/self/fd/N`` name of the directory it has just opened, so a watch lands on exactly the
 inode that is listed, never on whatever a path names later.
 
-Rule 10: every fd opened by an operation is closed before it returns (try/finally), on success and on
+Rule 8: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
 
-Rule 11: a root remembers the path it was opened from, and ``require_in_place`` (which callers run
+Rule 9: a root remembers the path it was opened from, and ``require_in_place`` (which callers run
 before every change they make) compares what that path names now, without following a symlink,
 with the held directory. A folder renamed away and replaced by another directory or a symlink, or
 simply gone, raises ``WorkspaceMoved`` (naming the workspace by the label its opener gave, never
 by path) and is logged: the held fd would otherwise keep writing into a folder the operator moved
-away. Reads go on from the held directory, the one that was configured and opened (Rule 3).
+away. Reads go on from the held directory, the one that was configured and opened (Rule 2).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import logging
 import os
-import platform
 import re
 import secrets
 import stat
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final
 
+from notewarden.scope.fs_errors import (
+    EscapeBlocked,
+    FsError,
+    IdentityMismatch,
+    NotARegularFile,
+    NoteExists,
+    NoteMissing,
+    PathRejected,
+    WorkspaceMoved,
+    escape_blocked,
+    os_error,
+)
+from notewarden.scope.fs_syscalls import (
+    DIR_PATH,
+    DIR_READ,
+    RENAME_EXCHANGE,
+    UNAVAILABLE_ERRNOS,
+    fsync_dir,
+    mount_id,
+    probe_openat2,
+    rename_noreplace,
+    renameat2,
+    write_all,
+)
+from notewarden.scope.note_paths import (
+    HISTORY_DIR_NAME,
+    NOTE_SUFFIXES,
+    TMP_PREFIX,
+    TRASH_DIR_NAME,
+    TRASH_NAME_RE,
+    addressable,
+    check_trash_name,
+    record_directory,
+    split_dir,
+    split_relative,
+)
+from notewarden.scope.resolver import Resolver
+
 __all__ = [
-    "HISTORY_DIR_NAME",
-    "MOVE_JOURNAL_NAME",
-    "NOTE_SUFFIXES",
+    "FORCE_FALLBACK_ENV",
     "SKIPPED_OTHER_FILESYSTEM",
     "SKIPPED_SYMLINK",
-    "TRASH_DIR_NAME",
-    "TRASH_JOURNAL_NAME",
-    "TRASH_OWNER_NAME",
     "DirListing",
     "DirStamp",
-    "EscapeBlocked",
     "FileIdentity",
-    "FsError",
-    "IdentityMismatch",
-    "NotARegularFile",
     "NoteEntry",
-    "NoteExists",
-    "NoteMissing",
-    "PathRejected",
-    "WorkspaceMoved",
     "WorkspaceRoot",
-    "split_dir",
-    "split_relative",
 ]
 
 logger = logging.getLogger(__name__)
 
-TRASH_DIR_NAME: Final = ".notewarden-trash"
-TRASH_JOURNAL_NAME: Final = "~intents"
-"""In the trash directory; not a valid trash name, so never listed or purged as an entry."""
-TRASH_OWNER_NAME: Final = "~owner"
-"""In the trash directory: which ledger owns this trash (`notes.ownership`); a record, like the journal."""
-HISTORY_DIR_NAME: Final = ".notewarden-history"
-"""Saved versions of notes, one file per version (``notes.history``), named like trash entries."""
-MOVE_JOURNAL_NAME: Final = "~move"
-"""In the history directory: the journal of a move that rewrites links (``notes.files``), a record."""
-_RECORDS: Final = {
-    TRASH_JOURNAL_NAME: TRASH_DIR_NAME,
-    TRASH_OWNER_NAME: TRASH_DIR_NAME,
-    MOVE_JOURNAL_NAME: HISTORY_DIR_NAME,
-}
-NOTE_SUFFIXES: Final = (".md", ".markdown")
-TMP_PREFIX: Final = ".nw-tmp-"
 FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
-MAX_COMPONENT_BYTES: Final = 255
-MAX_PATH_BYTES: Final = 4095
 
-_TRASH_NAME_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
-
-_RESOLVE_NO_XDEV: Final = 0x01
-_RESOLVE_NO_MAGICLINKS: Final = 0x02
-_RESOLVE_NO_SYMLINKS: Final = 0x04
-_RESOLVE_BENEATH: Final = 0x08
-_RESOLVE_FLAGS: Final = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_XDEV
-_SYS_OPENAT2: Final = 437
-_SYS_RENAMEAT2: Final = {"x86_64": 316, "aarch64": 276}
-_RENAME_NOREPLACE: Final = 1
-_RENAME_EXCHANGE: Final = 2
-_AT_SYMLINK_NOFOLLOW: Final = 0x100
-_AT_NO_AUTOMOUNT: Final = 0x800
-_AT_EMPTY_PATH: Final = 0x1000
-_STATX_MNT_ID: Final = 0x1000
-_STATX_MNT_ID_OFFSET: Final = 144
-_EAGAIN_RETRIES: Final = 8
-_UNAVAILABLE_ERRNOS: Final = frozenset({errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG})
 _READ_CHUNK: Final = 1 << 16
-
-_DIR_PATH: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-_DIR_READ: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_JOURNAL_OPEN: Final = os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-class FsError(Exception):
-    """Base class. The message says what was wrong and what is allowed, with relative paths only."""
-
-
-class PathRejected(FsError):
-    """A note path or trash name is malformed; rejected before touching the filesystem."""
-
-
-class EscapeBlocked(FsError):
-    """Resolution met a symlink, magic link, mount crossing or other way out of the workspace."""
-
-
-class NotARegularFile(FsError):
-    """A directory, FIFO, socket or device sits where a note was expected."""
-
-
-class IdentityMismatch(FsError):
-    """The entry is not the file that was confirmed (dev, ino, mtime_ns or size differ)."""
-
-
-class NoteMissing(FsError):
-    """The note, a parent directory or a trash entry does not exist."""
-
-
-class NoteExists(FsError):
-    """An exclusive create, restore or quarantine found its target name taken."""
-
-
-class WorkspaceMoved(FsError):
-    """The workspace's configured path no longer names the directory this root holds (Rule 11)."""
+_RECORD_OPEN: Final = os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,227 +181,17 @@ SKIPPED_SYMLINK: Final = (
 SKIPPED_OTHER_FILESYSTEM: Final = "on another filesystem (a mount point): not read"
 
 
-def split_dir(path: str) -> tuple[str, ...]:
-    """Components of a directory path as ``DirListing`` spells it (``""`` is the root)."""
-    return split_relative(path) if path else ()
-
-
-def split_relative(path: str) -> tuple[str, ...]:
-    """Validate a note path (Rule 1) and return its components."""
-    if not isinstance(path, str):
-        raise PathRejected("note path must be a string")
-    if not path:
-        raise PathRejected("note path is empty; give a relative path such as 'dir/note.md'")
-    if _CONTROL_RE.search(path):
-        raise PathRejected(f"note path {path!r} contains NUL or control characters, which are not allowed")
-    if "\\" in path:
-        raise PathRejected(f"note path {path!r} contains a backslash; separate components with '/'")
-    if path.startswith("/"):
-        raise PathRejected("note path is absolute; give a path relative to the workspace")
-    if path.endswith("/"):
-        raise PathRejected(f"note path {path!r} ends with '/'; name a file, not a directory")
-    try:
-        encoded = path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise PathRejected(f"note path {path!r} is not valid UTF-8") from None
-    if len(encoded) > MAX_PATH_BYTES:
-        raise PathRejected(f"note path is {len(encoded)} bytes long; at most {MAX_PATH_BYTES} are allowed")
-    parts = tuple(path.split("/"))
-    for part in parts:
-        if part in ("", ".", ".."):
-            raise PathRejected(
-                f"note path {path!r} has an empty, '.' or '..' component; only plain names are allowed"
-            )
-        if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
-            raise PathRejected(f"note path {path!r} has a component longer than {MAX_COMPONENT_BYTES} bytes")
-        if part.startswith(TMP_PREFIX):
-            raise PathRejected(f"note path {path!r}: names starting with {TMP_PREFIX!r} are reserved")
-    if parts[0] == TRASH_DIR_NAME:
-        raise PathRejected(f"note path {path!r}: {TRASH_DIR_NAME!r} is reserved for the trash")
-    if parts[0] == HISTORY_DIR_NAME:
-        raise PathRejected(f"note path {path!r}: {HISTORY_DIR_NAME!r} is reserved for version history")
-    return parts
-
-
-def _record_directory(name: str) -> str:
-    """The service directory a record (a ``~`` name) lives in."""
-    directory = _RECORDS.get(name)
-    if directory is None:
-        raise PathRejected(f"{name!r} is not a record of the trash or the history")
-    return directory
-
-
-def _check_trash_name(name: str) -> str:
-    if not isinstance(name, str) or not _TRASH_NAME_RE.fullmatch(name) or name in (".", ".."):
-        raise PathRejected(
-            f"trash name {name!r} is not allowed; use 1-200 characters from [A-Za-z0-9._-], not '.' or '..'"
-        )
-    return name
-
-
-def _addressable(path: str) -> bool:
-    """Listing shows only what the other operations accept, so every listed path can be used."""
-    try:
-        split_relative(path)
-    except PathRejected:
-        return False
-    return True
-
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
-
-
-_libc: Final = ctypes.CDLL(None, use_errno=True)
-_libc_syscall: Final = getattr(_libc, "syscall", None)
-_libc_renameat2: Final = getattr(_libc, "renameat2", None)
-_libc_statx: Final = getattr(_libc, "statx", None)
-if _libc_renameat2 is not None:
-    _libc_renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-    _libc_renameat2.restype = ctypes.c_int
-if _libc_statx is not None:
-    _libc_statx.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p)
-    _libc_statx.restype = ctypes.c_int
-
-_openat2_state: bool | None = None
-"""Process-wide probe result: None until the first WorkspaceRoot.open that does not force the walk."""
-
-
-def _errno_error(err: int) -> OSError:
-    return OSError(err, os.strerror(err))
-
-
-def _raw_openat2(dirfd: int, path: str, flags: int) -> int:
-    """One openat2 call; raises OSError. EAGAIN/EINTR are retried, then reported as EAGAIN."""
-    if _libc_syscall is None:
-        raise _errno_error(errno.ENOSYS)
-    how = _OpenHow(flags, 0, _RESOLVE_FLAGS)
-    encoded = os.fsencode(path)
-    err = errno.EAGAIN
-    for _ in range(_EAGAIN_RETRIES):
-        ctypes.set_errno(0)
-        fd = int(
-            _libc_syscall(
-                ctypes.c_long(_SYS_OPENAT2),
-                ctypes.c_int(dirfd),
-                ctypes.c_char_p(encoded),
-                ctypes.byref(how),
-                ctypes.c_size_t(ctypes.sizeof(how)),
-            )
-        )
-        if fd >= 0:
-            return fd
-        err = ctypes.get_errno()
-        if err not in (errno.EAGAIN, errno.EINTR):
-            break
-    raise _errno_error(err)
-
-
-def _probe_openat2(dirfd: int) -> bool:
-    """Probe once per process; seccomp filters answer EPERM/ENOSYS, old kernels ENOSYS or E2BIG."""
-    global _openat2_state
-    if _openat2_state is None:
-        try:
-            os.close(_raw_openat2(dirfd, ".", _DIR_PATH))
-            _openat2_state = True
-        except OSError as exc:
-            _openat2_state = exc.errno not in _UNAVAILABLE_ERRNOS
-    return _openat2_state
-
-
-def _renameat2(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> None:
-    """renameat2 via glibc, else the raw syscall; raises OSError (ENOSYS when neither exists)."""
-    a, b = os.fsencode(src), os.fsencode(dst)
-    ctypes.set_errno(0)
-    if _libc_renameat2 is not None:
-        rc = int(_libc_renameat2(src_dir, a, dst_dir, b, flags))
-    elif _libc_syscall is not None and platform.machine() in _SYS_RENAMEAT2:
-        rc = int(
-            _libc_syscall(
-                ctypes.c_long(_SYS_RENAMEAT2[platform.machine()]),
-                ctypes.c_int(src_dir),
-                ctypes.c_char_p(a),
-                ctypes.c_int(dst_dir),
-                ctypes.c_char_p(b),
-                ctypes.c_uint(flags),
-            )
-        )
-    else:
-        raise _errno_error(errno.ENOSYS)
-    if rc != 0:
-        raise _errno_error(ctypes.get_errno())
-
-
-def _rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
-    """Move without replacing. If renameat2 is unavailable, check-then-rename: the residual race is
-    another writer creating ``dst`` between the check and the rename, which would then be replaced.
-    Our destinations are the private 0700 trash or a restore target, so that writer must be this uid."""
-    try:
-        _renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
-        return
-    except OSError as exc:
-        if exc.errno not in _UNAVAILABLE_ERRNOS:
-            raise
-    try:
-        os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
-    except FileNotFoundError:
-        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-        return
-    raise _errno_error(errno.EEXIST)
-
-
-def _mount_id(dirfd: int, name: str = "") -> int | None:
-    """Mount id from statx, or None where statx or STATX_MNT_ID is unavailable."""
-    if _libc_statx is None:
-        return None
-    buf = ctypes.create_string_buffer(256)
-    flags = _AT_EMPTY_PATH if not name else _AT_SYMLINK_NOFOLLOW | _AT_NO_AUTOMOUNT
-    ctypes.set_errno(0)
-    if int(_libc_statx(dirfd, os.fsencode(name), flags, _STATX_MNT_ID, buf)) != 0:
-        err = ctypes.get_errno()
-        if err in (errno.ENOSYS, errno.EPERM, errno.EINVAL):
-            return None
-        raise _errno_error(err)
-    if not int.from_bytes(buf.raw[0:4], sys.byteorder) & _STATX_MNT_ID:
-        return None
-    return int.from_bytes(buf.raw[_STATX_MNT_ID_OFFSET : _STATX_MNT_ID_OFFSET + 8], sys.byteorder)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _generic(display: str, exc: OSError) -> FsError:
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return FsError(f"{display}: permission denied")
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathRejected(f"{display}: name too long")
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return FsError(f"{display}: no space left in the workspace")
-    return FsError(f"{display}: {exc.strerror or 'error'}")
-
-
-def _escape(display: str) -> EscapeBlocked:
-    return EscapeBlocked(
-        f"{display}: a component is a symbolic link or mount point, or leaves the workspace; "
-        "symlinks are never followed and paths must stay on the workspace's own mount"
-    )
-
-
 class WorkspaceRoot:
     """An open workspace directory; every operation resolves beneath it (see the module rules)."""
 
-    __slots__ = ("_dev", "_fd", "_ino", "_label", "_mnt", "_path", "_resolver")
+    __slots__ = ("_dev", "_fd", "_ino", "_label", "_path", "_resolve")
 
     def __init__(self, fd: int, resolver: str, path: str | None = None, label: str | None = None) -> None:
         st = os.fstat(fd)
         self._fd: int | None = fd
         self._dev = st.st_dev
         self._ino = st.st_ino
-        self._mnt = _mount_id(fd)
-        self._resolver = resolver
+        self._resolve = Resolver(st.st_dev, mount_id(fd), resolver)
         self._path = path
         self._label = label or "workspace"
 
@@ -485,9 +216,9 @@ class WorkspaceRoot:
                         "workspace root is a symbolic link; configure the real directory"
                     ) from None
                 raise NotARegularFile("workspace root is not a directory") from None
-            raise _generic("workspace root", exc) from exc
+            raise os_error("workspace root", exc) from exc
         try:
-            resolver = "walk" if force_fallback or not _probe_openat2(fd) else "openat2"
+            resolver = "walk" if force_fallback or not probe_openat2(fd) else "openat2"
             return cls(fd, resolver, path, label)
         except BaseException:
             os.close(fd)
@@ -499,10 +230,10 @@ class WorkspaceRoot:
 
     @property
     def resolver(self) -> str:
-        return self._resolver
+        return self._resolve.mode
 
     def __repr__(self) -> str:
-        return f"WorkspaceRoot(identity={self.identity}, resolver={self._resolver!r})"
+        return f"WorkspaceRoot(identity={self.identity}, resolver={self._resolve.mode!r})"
 
     def __enter__(self) -> WorkspaceRoot:
         return self
@@ -531,7 +262,7 @@ class WorkspaceRoot:
             raise EscapeBlocked("workspace root directory has been removed")
 
     def require_in_place(self) -> None:
-        """Rule 11: the configured path still names the held directory, or ``WorkspaceMoved``."""
+        """Rule 9: the configured path still names the held directory, or ``WorkspaceMoved``."""
         if self._path is None:
             return
         try:
@@ -557,113 +288,6 @@ class WorkspaceRoot:
             f"path {now}); nothing was changed. Put the folder back, or restart notewarden to serve what "
             "is at that path now"
         )
-
-    # Resolution
-
-    def _check_same_mount(self, fd: int, display: str) -> None:
-        if os.fstat(fd).st_dev != self._dev:
-            raise _escape(display)
-        if self._mnt is not None and _mount_id(fd) != self._mnt:
-            raise _escape(display)
-
-    def _check_leaf_mount(self, st: os.stat_result, dirfd: int, name: str, display: str) -> None:
-        if st.st_dev != self._dev:
-            raise _escape(display)
-        if self._mnt is not None:
-            try:
-                mnt = _mount_id(dirfd, name)
-            except FileNotFoundError:
-                raise NoteMissing(f"{display}: no such note") from None
-            if mnt != self._mnt:
-                raise _escape(display)
-
-    def _classify_step(self, prev: int, part: str, exc: OSError, display: str) -> FsError:
-        if exc.errno == errno.ENOENT:
-            return NoteMissing(f"{display}: directory {part!r} does not exist")
-        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
-            try:
-                st = os.stat(part, dir_fd=prev, follow_symlinks=False)
-            except FileNotFoundError:
-                return NoteMissing(f"{display}: directory {part!r} does not exist")
-            except OSError:
-                return _escape(display)
-            if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-                return _escape(display)
-            return NoteMissing(f"{display}: {part!r} is not a directory")
-        if exc.errno in (errno.EXDEV, errno.EAGAIN):
-            return _escape(display)
-        return _generic(display, exc)
-
-    def _step(self, prev: int, part: str, flags: int, display: str) -> int:
-        """Open one directory component beneath ``prev``, refusing symlinks and mount crossings."""
-        try:
-            if self._resolver == "openat2":
-                return _raw_openat2(prev, part, flags)
-            fd = os.open(part, flags | os.O_NOFOLLOW, dir_fd=prev)
-        except OSError as exc:
-            raise self._classify_step(prev, part, exc, display) from exc
-        try:
-            self._check_same_mount(fd, display)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _open_dir(self, parts: tuple[str, ...], flags: int, display: str, *, create: bool = False) -> int:
-        """Open the directory ``parts`` beneath the root; ``create`` makes missing ones with mkdirat."""
-        root = self._root()
-        if not parts:
-            return os.open(".", flags, dir_fd=root)
-        if self._resolver == "openat2" and not create:
-            try:
-                return _raw_openat2(root, "/".join(parts), flags)
-            except OSError as exc:
-                if exc.errno == errno.ENOENT:
-                    raise NoteMissing(f"{display}: a parent directory does not exist") from exc
-                if exc.errno == errno.ENOTDIR:
-                    raise NoteMissing(f"{display}: a parent component is not a directory") from exc
-                if exc.errno in (errno.ELOOP, errno.EXDEV, errno.EAGAIN):
-                    raise _escape(display) from exc
-                raise _generic(display, exc) from exc
-        prev = root
-        try:
-            for i, part in enumerate(parts):
-                step_flags = flags if i == len(parts) - 1 else _DIR_PATH
-                try:
-                    fd = self._step(prev, part, step_flags, display)
-                except NoteMissing:
-                    if not create:
-                        raise
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=prev)
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise _generic(display, exc) from exc
-                    fd = self._step(prev, part, step_flags, display)
-                if prev != root:
-                    os.close(prev)
-                prev = fd
-            return prev
-        except BaseException:
-            if prev != root:
-                os.close(prev)
-            raise
-
-    def _lstat_leaf(self, pfd: int, name: str, display: str) -> os.stat_result:
-        """lstat the last component; require a regular file on the workspace's mount."""
-        try:
-            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
-        except FileNotFoundError:
-            raise NoteMissing(f"{display}: no such note") from None
-        except OSError as exc:
-            raise _generic(display, exc) from exc
-        if stat.S_ISLNK(st.st_mode):
-            raise EscapeBlocked(f"{display}: is a symbolic link; symlinks are never followed")
-        self._check_leaf_mount(st, pfd, name, display)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{display}: is not a regular file; only regular files are notes")
-        return st
 
     # Notes
 
@@ -717,7 +341,7 @@ class WorkspaceRoot:
         before it is read (for inotify), so no change after the listing can go unnoticed."""
         wanted = tuple(s.lower() for s in suffixes)
         display = "/".join(parts) or "workspace root"
-        dfd = self._open_dir(parts, _DIR_READ, display)
+        dfd = self._resolve.open_dir(self._root(), parts, DIR_READ, display)
         try:
             st = os.fstat(dfd)
             if expected is not None and (st.st_dev, st.st_ino) != expected:
@@ -733,7 +357,7 @@ class WorkspaceRoot:
             for entry in entries:
                 name = entry.name
                 rel = "/".join((*parts, name))
-                if (skip_hidden and name.startswith(".")) or not _addressable(rel):
+                if (skip_hidden and name.startswith(".")) or not addressable(rel):
                     continue
                 try:
                     est = entry.stat(follow_symlinks=False)
@@ -748,9 +372,9 @@ class WorkspaceRoot:
                 if stat.S_ISDIR(est.st_mode):
                     subdirs.append((rel, DirStamp(est.st_ino, est.st_mtime_ns)))
                 elif stat.S_ISREG(est.st_mode) and name.lower().endswith(wanted):
-                    if self._mnt is not None:
+                    if self._resolve.mnt is not None:
                         try:
-                            if _mount_id(dfd, name) != self._mnt:
+                            if mount_id(dfd, name) != self._resolve.mnt:
                                 continue
                         except OSError:
                             continue
@@ -765,7 +389,7 @@ class WorkspaceRoot:
         """The inode and mtime of a directory: its mtime changes whenever an entry is added, removed
         or renamed in it (not when a file in it is edited in place)."""
         display = "/".join(parts) or "workspace root"
-        dfd = self._open_dir(parts, _DIR_PATH, display)
+        dfd = self._resolve.open_dir(self._root(), parts, DIR_PATH, display)
         try:
             st = os.fstat(dfd)
             return DirStamp(st.st_ino, st.st_mtime_ns)
@@ -774,9 +398,9 @@ class WorkspaceRoot:
 
     def stat_note(self, path: str) -> NoteEntry:
         parts = split_relative(path)
-        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(pfd, parts[-1], path)
         finally:
             os.close(pfd)
         return NoteEntry(path, FileIdentity.of(st), st.st_nlink)
@@ -796,9 +420,9 @@ class WorkspaceRoot:
         self, path: str, max_bytes: int, *, whole: bool, refuse_hardlinked: bool
     ) -> tuple[bytes, FileIdentity]:
         parts = split_relative(path)
-        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            self._lstat_leaf(pfd, parts[-1], path)
+            self._resolve.lstat_leaf(pfd, parts[-1], path)
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
             try:
                 fd = os.open(parts[-1], flags, dir_fd=pfd)
@@ -809,14 +433,14 @@ class WorkspaceRoot:
                     raise EscapeBlocked(f"{path}: is a symbolic link; symlinks are never followed") from exc
                 if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
                     raise NotARegularFile(f"{path}: is not a regular file") from exc
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
         finally:
             os.close(pfd)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise NotARegularFile(f"{path}: is not a regular file; only regular files are notes")
-            self._check_same_mount(fd, path)
+            self._resolve.check_same_mount(fd, path)
             if refuse_hardlinked and st.st_nlink > 1:
                 raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
             if whole and st.st_size > max_bytes:
@@ -840,7 +464,7 @@ class WorkspaceRoot:
         """Create a new note exclusively. Missing parents are made with mkdirat when ``make_parents``."""
         parts = split_relative(path)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], _DIR_READ, path, create=make_parents)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_READ, path, create=make_parents)
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
             try:
@@ -848,17 +472,17 @@ class WorkspaceRoot:
             except FileExistsError:
                 raise self._classify_exists(pfd, name, path) from None
             except OSError as exc:
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
                 st = os.fstat(fd)
             except OSError as exc:
                 self._unlink_if_same(pfd, name, os.fstat(fd))
-                raise _generic(path, exc) from exc
+                raise os_error(path, exc) from exc
             finally:
                 os.close(fd)
-            _fsync_dir(pfd)
+            fsync_dir(pfd)
             return FileIdentity.of(st)
         finally:
             os.close(pfd)
@@ -887,9 +511,9 @@ class WorkspaceRoot:
         """
         parts = split_relative(path)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], _DIR_READ, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_READ, path)
         try:
-            st = self._lstat_leaf(pfd, name, path)
+            st = self._resolve.lstat_leaf(pfd, name, path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
             tmp, tst = self._write_temp(pfd, data, stat.S_IMODE(st.st_mode) & 0o777, path, temp_name)
@@ -898,7 +522,7 @@ class WorkspaceRoot:
             except BaseException:
                 self._unlink_if_same(pfd, tmp, tst)
                 raise
-            _fsync_dir(pfd)
+            fsync_dir(pfd)
             return FileIdentity.of(tst)
         finally:
             os.close(pfd)
@@ -914,7 +538,7 @@ class WorkspaceRoot:
             raise PathRejected(f"{temp_name!r} is not a temp name of notewarden")
         parts = split_relative(path)
         try:
-            pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+            pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         except NoteMissing:
             return
         try:
@@ -922,7 +546,7 @@ class WorkspaceRoot:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise _generic(path, exc) from exc
+            raise os_error(path, exc) from exc
         finally:
             os.close(pfd)
 
@@ -934,34 +558,34 @@ class WorkspaceRoot:
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=pfd)
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fchmod(fd, mode)
             os.fsync(fd)
             return tmp, os.fstat(fd)
         except OSError as exc:
             self._unlink_if_same(pfd, tmp, os.fstat(fd))
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(fd)
 
     def _swap_in(self, pfd: int, tmp: str, name: str, expected: FileIdentity, display: str) -> None:
         try:
-            _renameat2(pfd, tmp, pfd, name, _RENAME_EXCHANGE)
+            renameat2(pfd, tmp, pfd, name, RENAME_EXCHANGE)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 raise NoteMissing(f"{display}: no such note") from exc
-            if exc.errno not in _UNAVAILABLE_ERRNOS:
-                raise _generic(display, exc) from exc
-            if FileIdentity.of(self._lstat_leaf(pfd, name, display)) != expected:
+            if exc.errno not in UNAVAILABLE_ERRNOS:
+                raise os_error(display, exc) from exc
+            if FileIdentity.of(self._resolve.lstat_leaf(pfd, name, display)) != expected:
                 raise IdentityMismatch(
                     f"{display}: changed since it was read; re-read it and retry"
                 ) from None
             try:
                 os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
             except OSError as exc2:
-                raise _generic(display, exc2) from exc2
+                raise os_error(display, exc2) from exc2
             return
         try:
             old = os.stat(tmp, dir_fd=pfd, follow_symlinks=False)
@@ -969,7 +593,7 @@ class WorkspaceRoot:
             old = None
         if old is None or not stat.S_ISREG(old.st_mode) or FileIdentity.of(old) != expected:
             try:
-                _renameat2(pfd, tmp, pfd, name, _RENAME_EXCHANGE)
+                renameat2(pfd, tmp, pfd, name, RENAME_EXCHANGE)
             except OSError as exc:
                 raise IdentityMismatch(
                     f"{display}: changed during the replace and could not be swapped back; "
@@ -984,12 +608,12 @@ class WorkspaceRoot:
         ``new_path`` are made. The note must still be ``expected`` before the move and the same inode
         after it; otherwise it is moved back and IdentityMismatch raised."""
         parts, new_parts = split_relative(path), split_relative(new_path)
-        spfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        spfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(spfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(spfd, parts[-1], path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; nothing was moved")
-            dpfd = self._open_dir(new_parts[:-1], _DIR_PATH, new_path, create=True)
+            dpfd = self._resolve.open_dir(self._root(), new_parts[:-1], DIR_PATH, new_path, create=True)
             try:
                 self._move(spfd, parts[-1], dpfd, new_parts[-1], path, new_path)
                 try:
@@ -998,9 +622,9 @@ class WorkspaceRoot:
                     moved = None
                 if moved is None or (moved.st_dev, moved.st_ino) != (expected.dev, expected.ino):
                     with contextlib.suppress(OSError):
-                        _rename_noreplace(dpfd, new_parts[-1], spfd, parts[-1])
+                        rename_noreplace(dpfd, new_parts[-1], spfd, parts[-1])
                     raise IdentityMismatch(f"{path}: changed during the move; it was moved back")
-                _fsync_dir(dpfd)
+                fsync_dir(dpfd)
                 return FileIdentity.of(moved)
             finally:
                 os.close(dpfd)
@@ -1029,15 +653,15 @@ class WorkspaceRoot:
                 except FileExistsError:
                     pass
                 except OSError as exc:
-                    raise _generic(display, exc) from exc
+                    raise os_error(display, exc) from exc
             except OSError as exc:
-                err = self._classify_step(root, name, exc, display)
+                err = self._resolve.classify_step(root, name, exc, display)
                 if isinstance(err, NoteMissing):
                     err = FsError(f"{name!r} exists but is not a directory; move it away")
                 raise err from exc
         try:
             st = os.fstat(fd)
-            self._check_same_mount(fd, display)
+            self._resolve.check_same_mount(fd, display)
             if st.st_uid != os.geteuid():
                 raise FsError(f"{display} is owned by another user; it must belong to the service")
             if stat.S_IMODE(st.st_mode) != 0o700:
@@ -1056,11 +680,11 @@ class WorkspaceRoot:
         moved entry must still have it afterwards; otherwise it is moved back and IdentityMismatch raised.
         """
         parts = split_relative(path)
-        _check_trash_name(trash_name)
+        check_trash_name(trash_name)
         name = parts[-1]
-        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, name, path)
+            st = self._resolve.lstat_leaf(pfd, name, path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: is not the file that was confirmed; nothing was moved")
             if refuse_hardlinked and st.st_nlink > 1:
@@ -1074,7 +698,7 @@ class WorkspaceRoot:
                     moved = None
                 if moved is None or not stat.S_ISREG(moved.st_mode) or FileIdentity.of(moved) != expected:
                     try:
-                        _rename_noreplace(tfd, trash_name, pfd, name)
+                        rename_noreplace(tfd, trash_name, pfd, name)
                     except OSError:
                         raise IdentityMismatch(
                             f"{path}: changed during quarantine and its name was taken again; "
@@ -1091,27 +715,27 @@ class WorkspaceRoot:
         self, src_dir: int, src: str, dst_dir: int, dst: str, src_display: str, dst_display: str
     ) -> None:
         try:
-            _rename_noreplace(src_dir, src, dst_dir, dst)
+            rename_noreplace(src_dir, src, dst_dir, dst)
         except OSError as exc:
             if exc.errno == errno.EEXIST:
                 raise self._classify_exists(dst_dir, dst, dst_display) from exc
             if exc.errno == errno.ENOENT:
                 raise NoteMissing(f"{src_display}: no such note") from exc
             if exc.errno in (errno.EXDEV, errno.EBUSY):
-                raise _escape(src_display) from exc
+                raise escape_blocked(src_display) from exc
             if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.ENOTEMPTY):
                 raise NotARegularFile(f"{src_display}: is not a regular file") from exc
-            raise _generic(src_display, exc) from exc
+            raise os_error(src_display, exc) from exc
 
     def restore(self, trash_name: str, path: str) -> FileIdentity:
         """Move a trash entry back to ``path`` without replacing anything; parents are recreated."""
-        _check_trash_name(trash_name)
+        check_trash_name(trash_name)
         parts = split_relative(path)
         display = f"trash entry {trash_name!r}"
         tfd = self._open_trash(create=False)
         try:
-            st = self._lstat_leaf(tfd, trash_name, display)
-            pfd = self._open_dir(parts[:-1], _DIR_PATH, path, create=True)
+            st = self._resolve.lstat_leaf(tfd, trash_name, display)
+            pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path, create=True)
             try:
                 self._move(tfd, trash_name, pfd, parts[-1], display, path)
             finally:
@@ -1121,13 +745,13 @@ class WorkspaceRoot:
             os.close(tfd)
 
     def trash_entry(self, trash_name: str) -> FileIdentity | None:
-        _check_trash_name(trash_name)
+        check_trash_name(trash_name)
         try:
             tfd = self._open_trash(create=False)
         except NoteMissing:
             return None
         try:
-            return FileIdentity.of(self._lstat_leaf(tfd, trash_name, f"trash entry {trash_name!r}"))
+            return FileIdentity.of(self._resolve.lstat_leaf(tfd, trash_name, f"trash entry {trash_name!r}"))
         except NoteMissing:
             return None
         finally:
@@ -1140,36 +764,29 @@ class WorkspaceRoot:
         except NoteMissing:
             return []
         try:
-            return sorted(name for name in os.listdir(tfd) if _TRASH_NAME_RE.fullmatch(name))
+            return sorted(name for name in os.listdir(tfd) if TRASH_NAME_RE.fullmatch(name))
         finally:
             os.close(tfd)
 
-    def append_trash_journal(self, line: bytes, *, sync: bool = True) -> None:
-        """Append one line to the trash's intent journal (``TRASH_JOURNAL_NAME``, created on first use).
-
-        One ``write`` with ``O_APPEND``: the lines of concurrent writers never interleave. Appending
-        allocates no inode, unlike a file per entry (which cost 11-287 µs of kernel CPU per delete on
-        these machines' ext4, docs/performance.md). With ``sync`` the line is fsynced, and the trash
-        directory too when this call created the journal (survives power loss)."""
-        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
-        assert fd is not None  # with create, a missing journal is created, not None
+    def append_record(self, name: str, data: bytes, *, sync: bool) -> None:
+        """Append ``data`` to a record (created on first use) in one ``write`` with ``O_APPEND``, so the
+        appends of concurrent writers never interleave. With ``sync`` it is fsynced, and the record's
+        directory too when this call created the record (survives power loss)."""
+        fd = self._open_record(name, os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
+        assert fd is not None  # with create, a missing record is created, not None
         try:
-            if os.write(fd, line) != len(line):
-                raise FsError("trash journal: short write; no space left in the workspace?")
+            if os.write(fd, data) != len(data):
+                raise FsError(f"record {name!r}: short write; no space left in the workspace?")
             if sync:
                 os.fsync(fd)
         except OSError as exc:
-            raise _generic("trash journal", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(fd)
 
-    def read_trash_journal(self, max_bytes: int) -> bytes:
-        """The intent journal's first ``max_bytes`` (empty when there is no trash or no journal)."""
-        return self.read_record(TRASH_JOURNAL_NAME, max_bytes) or b""
-
-    def reset_trash_journal(self, keep: bytes = b"") -> None:
-        """Empty the intent journal once recovery has dealt with its lines, but for ``keep``."""
-        fd = self._open_record(TRASH_JOURNAL_NAME, os.O_WRONLY)
+    def truncate_record(self, name: str, keep: bytes = b"") -> None:
+        """Empty a record but for ``keep``, written in its place; nothing when it does not exist."""
+        fd = self._open_record(name, os.O_WRONLY)
         if fd is None:
             return
         try:
@@ -1193,13 +810,13 @@ class WorkspaceRoot:
         """Write a whole record, fsynced, creating its directory if needed. ``replace=False`` creates
         it only if it does not exist (False when it did: another process was first); ``replace=True``
         renames the new content over the old. Readers see the old record or the new one, never a part."""
-        directory = _record_directory(name)
+        directory = record_directory(name)
         tfd = self._open_private_dir(directory, directory, create=True)
         try:
             tmp = f"{name}{TMP_PREFIX}{secrets.token_hex(6)}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _JOURNAL_OPEN, 0o600, dir_fd=tfd)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _RECORD_OPEN, 0o600, dir_fd=tfd)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -1214,26 +831,26 @@ class WorkspaceRoot:
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp, dir_fd=tfd)
-                _fsync_dir(tfd)
+                fsync_dir(tfd)
         except OSError as exc:
-            raise _generic(f"record {name!r}", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(tfd)
 
     def remove_record(self, name: str) -> None:
         """Delete a record (fsynced); nothing when it does not exist."""
-        directory = _record_directory(name)
+        directory = record_directory(name)
         try:
             dfd = self._open_private_dir(directory, directory, create=False)
         except NoteMissing:
             return
         try:
             os.unlink(name, dir_fd=dfd)
-            _fsync_dir(dfd)
+            fsync_dir(dfd)
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise _generic(f"record {name!r}", exc) from exc
+            raise os_error(f"record {name!r}", exc) from exc
         finally:
             os.close(dfd)
 
@@ -1242,7 +859,7 @@ class WorkspaceRoot:
         its directory's fd and checked to be a regular file of the service; None when there is no such
         directory or record and ``create`` is false. A record this call creates has its directory entry
         fsynced when ``sync``."""
-        directory = _record_directory(name)
+        directory = record_directory(name)
         try:
             tfd = self._open_private_dir(directory, directory, create=create)
         except NoteMissing:
@@ -1250,7 +867,7 @@ class WorkspaceRoot:
                 raise
             return None
         try:
-            flags |= _JOURNAL_OPEN
+            flags |= _RECORD_OPEN
             try:
                 fd = os.open(name, flags, dir_fd=tfd)
             except FileNotFoundError:
@@ -1258,11 +875,11 @@ class WorkspaceRoot:
                     return None
                 fd = os.open(name, flags | os.O_CREAT, 0o600, dir_fd=tfd)
                 if sync:
-                    _fsync_dir(tfd)
+                    fsync_dir(tfd)
             except OSError as exc:
                 if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a directory
                     raise NotARegularFile(f"record {name!r}: is not a regular file; move it away") from exc
-                raise self._classify_step(tfd, name, exc, f"record {name!r}") from exc
+                raise self._resolve.classify_step(tfd, name, exc, f"record {name!r}") from exc
         finally:
             os.close(tfd)
         st = os.fstat(fd)
@@ -1280,11 +897,11 @@ class WorkspaceRoot:
 
     def _read_private(self, directory: str, what: str, name: str, max_bytes: int) -> bytes:
         """A whole file of a service directory (the trash, the history); ``NoteMissing`` when absent."""
-        _check_trash_name(name)
+        check_trash_name(name)
         display = f"{what} entry {name!r}"
         dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
-            self._lstat_leaf(dfd, name, display)
+            self._resolve.lstat_leaf(dfd, name, display)
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         finally:
             os.close(dfd)
@@ -1294,7 +911,7 @@ class WorkspaceRoot:
             os.close(fd)
 
     def _purge_private(self, directory: str, what: str, name: str) -> None:
-        _check_trash_name(name)
+        check_trash_name(name)
         display = f"{what} entry {name!r}"
         dfd = self._open_private_dir(directory, f"{what} directory", create=False)
         try:
@@ -1304,7 +921,7 @@ class WorkspaceRoot:
         except IsADirectoryError:
             raise NotARegularFile(f"{display}: is a directory; only files are purged") from None
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(dfd)
 
@@ -1324,11 +941,11 @@ class WorkspaceRoot:
         would reach the entry), or one the kernel will not link, is copied from ``data``. With
         ``sync`` the entry and the directory are fsynced (survives power loss)."""
         parts = split_relative(path)
-        _check_trash_name(name)
+        check_trash_name(name)
         display = f"history entry {name!r}"
-        pfd = self._open_dir(parts[:-1], _DIR_PATH, path)
+        pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
         try:
-            st = self._lstat_leaf(pfd, parts[-1], path)
+            st = self._resolve.lstat_leaf(pfd, parts[-1], path)
             if FileIdentity.of(st) != expected:
                 raise IdentityMismatch(f"{path}: changed since it was read; re-read it and retry")
             hfd = self._open_history(create=True)
@@ -1345,7 +962,7 @@ class WorkspaceRoot:
                 else:
                     self._write_version(hfd, name, data, sync=sync, display=display)
                 if sync:
-                    _fsync_dir(hfd)
+                    fsync_dir(hfd)
             finally:
                 os.close(hfd)
         finally:
@@ -1362,7 +979,7 @@ class WorkspaceRoot:
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
                 return False  # e.g. fs.protected_hardlinks and a note of another user
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
             linked = os.stat(name, dir_fd=hfd, follow_symlinks=False)
         except OSError:
@@ -1380,14 +997,14 @@ class WorkspaceRoot:
         except FileExistsError:
             raise NoteExists(f"{display}: already exists") from None
         except OSError as exc:
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             if sync:
                 os.fsync(fd)
         except OSError as exc:
             self._unlink_if_same(hfd, name, os.fstat(fd))
-            raise _generic(display, exc) from exc
+            raise os_error(display, exc) from exc
         finally:
             os.close(fd)
 
@@ -1414,17 +1031,3 @@ def _read_fd(fd: int, max_bytes: int, whole: bool, display: str) -> bytes:
     if whole and total > max_bytes:
         raise FsError(f"{display}: grew beyond {max_bytes} bytes while being read")
     return b"".join(chunks)
-
-
-def _fsync_dir(dirfd: int) -> None:
-    """Make a create or rename durable; best effort, since the data itself is already fsynced."""
-    try:
-        fd = os.open(".", _DIR_READ, dir_fd=dirfd)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -36,7 +36,8 @@ from typing import Generic, Protocol, Self, TypeVar
 import anyio.to_thread
 import inotify_simple
 
-from notewarden.scope.fsroot import EscapeBlocked, FsError, NotARegularFile, NoteMissing, WorkspaceRoot
+from notewarden.scope.fs_errors import EscapeBlocked, FsError, NotARegularFile, NoteMissing
+from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [

@@ -29,7 +29,7 @@ authorization and containment layers do not depend on it. `--no-sandbox` or
 `[sandbox] enabled = false` is an explicit opt-out, logged as `"sandbox": "disabled"`.
 
 Rule 4: Landlock is path-based. A pre-existing hard link inside a workspace to an outside
-inode stays readable (see fsroot Rule 7). Outgoing connections (JWKS over https, a database)
+inode stays readable (see fsroot Rule 6). Outgoing connections (JWKS over https, a database)
 and connections to pathname UNIX sockets are not restricted here; the systemd unit in deploy/
 restricts the network.
 """

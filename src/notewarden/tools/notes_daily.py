@@ -19,7 +19,7 @@ import anyio.to_thread
 from notewarden.notes.daily import DailyNotes, render_template
 from notewarden.notes.model import note_stem
 from notewarden.notes.store import NoteContent
-from notewarden.scope.fsroot import FsError, NoteExists, NoteMissing
+from notewarden.scope.fs_errors import FsError, NoteExists, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text

@@ -48,7 +48,7 @@ from notewarden.faults import pause_point
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.model import match_words, matched_name
 from notewarden.notes.store import TrashedNote
-from notewarden.scope.fsroot import IdentityMismatch, NoteMissing
+from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.registry import (
@@ -332,13 +332,18 @@ def find_candidates(
 ) -> list[Candidate]:
     if query is None:
         assert note_ids is not None
-        return [Candidate(n.id, n.title, n.identity) for n in services.store.notes_by_id(scope, note_ids)]
+        return [
+            Candidate(n.id, n.title, n.identity.as_file())
+            for n in services.store.notes_by_id(scope, note_ids)
+        ]
     words = match_words(query)
     found = []
     for note in services.store.find_titled(scope, words):
         matched = matched_name(note.id, note.title, note.aliases, words)
         found.append(
-            Candidate(note.id, note.title, note.identity, "" if matched == "title" else matched or "")
+            Candidate(
+                note.id, note.title, note.identity.as_file(), "" if matched == "title" else matched or ""
+            )
         )
     if not found:
         raise ToolFailure(

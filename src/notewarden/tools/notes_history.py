@@ -45,7 +45,7 @@ from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.history import Change, HistoryEntry, selection_digest
 from notewarden.notes.store import VersionConflict, replace_with
-from notewarden.scope.fsroot import NoteMissing
+from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation

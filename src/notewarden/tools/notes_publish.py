@@ -66,8 +66,8 @@ from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
-from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.services import Services
 from notewarden.tools.registry import (
     MissingCapability,

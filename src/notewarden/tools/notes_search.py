@@ -15,7 +15,7 @@ Rule 3: a page holds at most `limit` hits; `nextCursor` resumes after the last o
 that hit's phase and (rank, id) plus a fingerprint of the workspace, words and filters: keyset
 pagination, so a page never repeats a hit of an earlier page while the workspace is unchanged,
 and a cursor of another query is refused rather than silently misapplied. Every hit was re-checked
-on disk just before it was returned (`notes.index`, Rule 2): a deleted or moved note is never a hit.
+on disk just before it was returned (`notes.index`, Rule 1): a deleted or moved note is never a hit.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import anyio.to_thread
 
 from notewarden.notes.model import search_terms
 from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, SearchHit, SearchMatch
-from notewarden.scope.fsroot import PathRejected, split_relative
+from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import split_relative
 from notewarden.services import Services
 from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolFailure, ToolResult, declare
 from notewarden.tools.results import NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink

@@ -40,7 +40,7 @@ from notewarden.confirm.state import ConfirmationState, InvalidState, Selection,
 from notewarden.display import visible
 from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import ProgressSink, TrashedNote
-from notewarden.scope.fsroot import IdentityMismatch, NoteExists
+from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
@@ -98,7 +98,7 @@ def selection_digest(entries: Sequence[TrashedNote]) -> str:
     digest = hashlib.sha256()
     for e in sorted(entries, key=lambda e: e.trash_id):
         i = e.identity
-        digest.update(f"{e.trash_id}\0{i and (i.dev, i.ino, i.mtime_ns, i.size)}\n".encode())
+        digest.update(f"{e.trash_id}\0{i and (*i.key, i.modified_ns, i.size)}\n".encode())
     return digest.hexdigest()
 
 

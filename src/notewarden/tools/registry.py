@@ -37,7 +37,7 @@ from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
-from notewarden.scope import fsroot
+from notewarden.scope import fs_errors
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 
 __all__ = [
@@ -79,14 +79,14 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
-    fsroot.WorkspaceMoved: "workspace_moved",
-    fsroot.IdentityMismatch: "note_changed",
-    fsroot.NoteMissing: "note_missing",
-    fsroot.EscapeBlocked: "path_refused",
-    fsroot.PathRejected: "path_refused",
-    fsroot.NotARegularFile: "not_a_note",
-    fsroot.NoteExists: "note_exists",
-    fsroot.FsError: "file_error",
+    fs_errors.WorkspaceMoved: "workspace_moved",
+    fs_errors.IdentityMismatch: "note_changed",
+    fs_errors.NoteMissing: "note_missing",
+    fs_errors.EscapeBlocked: "path_refused",
+    fs_errors.PathRejected: "path_refused",
+    fs_errors.NotARegularFile: "not_a_note",
+    fs_errors.NoteExists: "note_exists",
+    fs_errors.FsError: "file_error",
 }
 
 

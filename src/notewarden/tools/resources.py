@@ -35,7 +35,7 @@ from mcp_types import INVALID_PARAMS
 
 from notewarden.display import visible
 from notewarden.notes.model import Note
-from notewarden.scope.fsroot import FsError
+from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.results import note_uri, progress_sink

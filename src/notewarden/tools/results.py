@@ -28,8 +28,8 @@ from notewarden.display import visible_json
 from notewarden.ledger import PriorUse
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
-from notewarden.scope.fsroot import NOTE_SUFFIXES
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.note_paths import NOTE_SUFFIXES
 from notewarden.tools.registry import ToolFailure
 
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]

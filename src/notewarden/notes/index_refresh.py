@@ -1,0 +1,992 @@
+"""The files store's index, kept current: SQLite FTS5 in the state directory, its schema, and the change
+detection that keeps it current without rescanning. The queries are `notes.index` (`NoteIndex`, which
+builds on `IndexRefresh`).
+
+Rule 1: the files are the truth; the index is a cache. Deleting its database loses nothing: the
+next call rebuilds it. It is keyed by workspace URI and by the workspace directory's inode, so a
+workspace folder that is replaced is re-indexed from scratch.
+
+Rule 2: a call costs O(changes), not O(notes). Change detection, per process and workspace:
+
+* inotify where available: one watch per directory, added on the directory's open fd
+  (`/proc/self/fd/N`) before it is listed. A file event re-reads that one file; a structural
+  event (a directory created, removed or renamed) re-lists the directory it happened in; a queue
+  overflow triggers a full verification.
+* otherwise (no inotify, or its watch limit reached): each call compares directory stamps
+  (inode + mtime) with the index and re-lists only directories whose stamp changed. An edit in
+  place leaves directory mtimes alone: it is found by `notes.index` Rule 1 when the note is a
+  candidate, and by a full verification at most every `verify_interval` seconds.
+* the first call of a process on a workspace runs a full verification: every directory listed
+  (and watched), every file's identity compared with the index; only changed files are read.
+
+Rule 3 (racily clean, as in git): a timestamp is only as fine as the filesystem's clock tick, so
+a directory or file read within `RACY_WINDOW_NS` of its mtime could change again without its
+stamp changing. Such rows are stored unsettled and are checked again on the next pass; a query
+re-reads an unsettled row it returns. Once the window of every unsettled note of a workspace
+has passed, the next call re-reads them all in one pass (`_settle`), so a workspace written
+just before it was indexed (an import, a sync) costs one batched re-read, not a write per note
+on its first lookup. A note read again unchanged only has its row marked settled.
+
+Rule 4: one lock serializes a process's use of the index; several processes share the database
+file (WAL, `BEGIN IMMEDIATE` for writes, batches of `BATCH` files per transaction).
+
+Rule 5: a note that goes (deleted, moved, trashed) leaves the `notes` table at once, which every
+query joins, so it is never found again; its rows in the two full-text tables are only listed in
+`fts_stale` and removed `STALE_BATCH` at a time, in one transaction. An FTS5 delete rewrites
+several pages of each full-text table (a new segment, the structure record, the document sizes);
+in a batch those writes are shared. Until a batch is purged, bm25 counts the stale rows among the
+documents. A rowid that `notes` hands out again is re-indexed like any update (its full-text rows
+replaced), and the purge skips a rowid that is live again.
+
+Rule 6 (what notes know; `markdown.parse_note`): each note's properties (JSON), tags, aliases and
+links are kept beside it, replaced whenever the note is re-read (headings are not: `note_links`
+reads a target's headings when it shows an anchor, so a build can skip the block parse). A
+link row stores its target as resolved now (`links` Rule 1) and its name key (the fold of its
+path's last component, without the note suffix). A note can only be found through a link whose
+name key is the note's name or one of its aliases, so when a note appears, goes, moves or changes
+its aliases, exactly the links with those name keys are resolved again, in the same write
+transaction (`_resolve_dirty`): nothing else is re-read or re-parsed.
+
+Rule 7 (what changed; `recent`): each note row carries its latest change (created, modified,
+moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
+in `gone_notes` for `GONE_KEPT_NS`. A note that appears with the inode of a note that went (a
+rename seen as a delete and a create: a pass handles the names that are gone before the others)
+is a move. The first build of a workspace records no changes: its notes count as modified at
+their mtime.
+
+Rule 8 (names and skips, issue 12): a note is a delete candidate when its title, its file stem
+or one of its aliases contains every word (`model.matched_name`), so the trigram table holds the
+title and the other names (stem and aliases) of each note: a lookup stays O(changes). Entries a
+listing skipped on purpose (a symbolic link, another filesystem) are kept per directory in
+`skipped`, so `notes_list` can say what it left out and why without listing anything again.
+Schema step 4 added both; it empties the index (a cache: Rule 1), and the next call rebuilds it
+as a first build.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import EllipsisType
+from typing import Any
+
+import inotify_simple
+
+from notewarden.notes.links import MappedVault, context_line, name_key, note_key, resolve_path
+from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
+from notewarden.notes.model import note_stem
+from notewarden.notes.store import ProgressSink
+from notewarden.scope.fs_errors import FsError, PathRejected
+from notewarden.scope.fsroot import DirListing, DirStamp, FileIdentity, WorkspaceRoot
+from notewarden.scope.note_paths import NOTE_SUFFIXES, split_dir, split_relative
+from notewarden.sqlite_migrations import apply_migrations
+
+__all__ = [
+    "INDEX_BODY_BYTES",
+    "INDEX_MIGRATIONS",
+    "NOTE_COLUMNS",
+    "STALE_BATCH",
+    "IndexLookup",
+    "IndexRefresh",
+    "IndexedNote",
+    "prefix_range",
+    "same_file",
+]
+
+logger = logging.getLogger(__name__)
+
+INDEX_BODY_BYTES = 1024 * 1024
+"""Only the first MiB of a note is searchable and parsed for links and tags."""
+MOVE_WINDOW_NS = 60_000_000_000
+"""A note appearing with the inode of one that went this recently was moved (Rule 7)."""
+GONE_KEPT_NS = 90 * 86_400 * 1_000_000_000
+"""How long a note that went is remembered (Rule 7); forgotten at a process's first call after."""
+RACY_WINDOW_NS = 2_000_000_000
+BATCH = 500
+STALE_BATCH = 64
+
+
+INDEX_MIGRATIONS: Sequence[str] = (
+    """
+    CREATE TABLE workspaces (workspace TEXT PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT NULL);
+    CREATE TABLE dirs (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, parent TEXT,
+        ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX dirs_by_parent ON dirs (workspace, parent);
+    CREATE TABLE notes (
+        rowid INTEGER PRIMARY KEY,
+        workspace TEXT NOT NULL, id TEXT NOT NULL, dir TEXT NOT NULL, title TEXT NOT NULL,
+        dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        settled INTEGER NOT NULL,
+        UNIQUE (workspace, id)
+    );
+    CREATE INDEX notes_by_dir ON notes (workspace, dir);
+    CREATE VIRTUAL TABLE notes_text USING fts5(title, path, body, tokenize = 'unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE notes_titles USING fts5(title, tokenize = 'trigram')
+    """,
+    """
+    CREATE TABLE fts_stale (rowid INTEGER PRIMARY KEY)
+    """,
+    # Rules 8 and 9; porter stemming. Every note is read again: the index is a cache.
+    """
+    DELETE FROM notes;
+    DELETE FROM dirs;
+    DELETE FROM fts_stale;
+    DELETE FROM notes_titles;
+    DROP TABLE notes_text;
+    CREATE VIRTUAL TABLE notes_text USING fts5(
+        title, path, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    ALTER TABLE notes ADD COLUMN path_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE notes ADD COLUMN name_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE notes ADD COLUMN properties TEXT;
+    ALTER TABLE notes ADD COLUMN property_error TEXT;
+    ALTER TABLE notes ADD COLUMN change TEXT;
+    ALTER TABLE notes ADD COLUMN changed_ns INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE notes ADD COLUMN previous TEXT;
+    CREATE INDEX notes_by_name_key ON notes (workspace, name_key, path_key);
+    CREATE INDEX notes_by_change ON notes (workspace, changed_ns);
+    CREATE TABLE note_tags (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL,
+        PRIMARY KEY (workspace, note_id, tag)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_tags_by_tag ON note_tags (workspace, tag);
+    CREATE TABLE note_aliases (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, alias_key TEXT NOT NULL, alias TEXT NOT NULL,
+        PRIMARY KEY (workspace, note_id, alias_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_aliases_by_key ON note_aliases (workspace, alias_key);
+    CREATE TABLE note_links (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        line INTEGER NOT NULL, style TEXT NOT NULL, embed INTEGER NOT NULL,
+        path TEXT NOT NULL, anchor TEXT NOT NULL, written TEXT NOT NULL, context TEXT NOT NULL,
+        name_key TEXT NOT NULL, target TEXT, via TEXT,
+        PRIMARY KEY (workspace, note_id, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX note_links_by_target ON note_links (workspace, target);
+    CREATE INDEX note_links_by_name ON note_links (workspace, name_key);
+    CREATE TABLE gone_notes (
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, title TEXT NOT NULL,
+        gone_ns INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
+        PRIMARY KEY (workspace, note_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX gone_notes_by_time ON gone_notes (workspace, gone_ns);
+    CREATE INDEX gone_notes_by_inode ON gone_notes (workspace, ino);
+    CREATE TABLE tag_counts (
+        workspace TEXT NOT NULL, tag TEXT NOT NULL, name TEXT NOT NULL, notes INTEGER NOT NULL,
+        PRIMARY KEY (workspace, tag)
+    ) WITHOUT ROWID
+    """,
+    # Rule 8: the trigram table gains the other names; skipped entries. Every note is read again.
+    """
+    DELETE FROM notes;
+    DELETE FROM dirs;
+    DELETE FROM workspaces;
+    DELETE FROM fts_stale;
+    DELETE FROM note_tags;
+    DELETE FROM note_aliases;
+    DELETE FROM note_links;
+    DELETE FROM tag_counts;
+    DROP TABLE notes_text;
+    CREATE VIRTUAL TABLE notes_text USING fts5(
+        title, path, body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    DROP TABLE notes_titles;
+    CREATE VIRTUAL TABLE notes_titles USING fts5(title, names, tokenize = 'trigram');
+    CREATE TABLE skipped (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, dir TEXT NOT NULL, reason TEXT NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX skipped_by_dir ON skipped (workspace, dir)
+    """,
+)
+
+_WATCH_MASK = (
+    inotify_simple.flags.CREATE
+    | inotify_simple.flags.DELETE
+    | inotify_simple.flags.MOVED_FROM
+    | inotify_simple.flags.MOVED_TO
+    | inotify_simple.flags.MODIFY
+    | inotify_simple.flags.CLOSE_WRITE
+    | inotify_simple.flags.ATTRIB
+    | inotify_simple.flags.ONLYDIR
+    | inotify_simple.flags.EXCL_UNLINK
+)
+_STRUCTURAL = (
+    inotify_simple.flags.CREATE
+    | inotify_simple.flags.DELETE
+    | inotify_simple.flags.MOVED_FROM
+    | inotify_simple.flags.MOVED_TO
+)
+NOTE_COLUMNS = "n.id, n.title, n.dev, n.ino, n.size, n.mtime_ns, n.settled"
+
+
+class _LoadedLookup(MappedVault):
+    """`links.VaultLookup` over every note of a workspace at once: for a pass that resolves many
+    names (a first build), one read of the keys instead of a query per name."""
+
+    def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        paths: dict[str, str] = {}
+        names: dict[str, list[str]] = {}
+        aliases: dict[str, list[str]] = {}
+        for note_id, path_key, key in db.execute(
+            "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
+        ):
+            paths.setdefault(path_key, note_id)
+            names.setdefault(key, []).append(note_id)
+        for note_id, key in db.execute(
+            "SELECT note_id, alias_key FROM note_aliases WHERE workspace = ?", (workspace,)
+        ):
+            aliases.setdefault(key, []).append(note_id)
+        super().__init__(paths, names, aliases)
+
+
+def same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:
+    """Whether `note_id` is still the file `identity` describes (None: any file)."""
+    try:
+        found = root.stat_note(note_id).identity
+    except FsError:
+        return False
+    return identity is None or found == identity
+
+
+def _is_note_path(path: str) -> bool:
+    try:
+        parts = split_relative(path)
+    except PathRejected:
+        return False
+    return not any(p.startswith(".") for p in parts) and parts[-1].lower().endswith(NOTE_SUFFIXES)
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def prefix_range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:
+    """SQL restricting `column` to paths below directory `prefix` ("" is everything)."""
+    if not prefix:
+        return "", ()
+    return f" AND {column} >= ? AND {column} < ?", (prefix + "/", prefix + "0")  # '0' follows '/'
+
+
+class IndexLookup:
+    """`links.VaultLookup` over the index, remembering answers for one resolution pass."""
+
+    def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        self._db, self._workspace = db, workspace
+        self._paths: dict[str, str | None] = {}
+        self._names: dict[str, list[str]] = {}
+        self._aliases: dict[str, list[str]] = {}
+
+    def by_path(self, key: str) -> str | None:
+        if key not in self._paths:
+            row = self._db.execute(  # a path's name is its last component: one index serves both
+                "SELECT min(id) FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key = ? "
+                "AND path_key = ?",
+                (self._workspace, key.rsplit("/", 1)[-1], key),
+            ).fetchone()
+            self._paths[key] = row[0]
+        return self._paths[key]
+
+    def by_name(self, key: str) -> list[str]:
+        if key not in self._names:
+            rows = self._db.execute(
+                "SELECT id FROM notes WHERE workspace = ? AND name_key = ?", (self._workspace, key)
+            )
+            self._names[key] = [r[0] for r in rows]
+        return self._names[key]
+
+    def by_alias(self, key: str) -> list[str]:
+        if key not in self._aliases:
+            rows = self._db.execute(
+                "SELECT note_id FROM note_aliases WHERE workspace = ? AND alias_key = ?",
+                (self._workspace, key),
+            )
+            self._aliases[key] = [r[0] for r in rows]
+        return self._aliases[key]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedNote:
+    id: str
+    title: str
+    identity: FileIdentity
+    settled: bool
+    snippet: str = ""
+    score: float = 0.0
+    aliases: tuple[str, ...] = ()
+    """Filled by `titled` only (the candidate rule needs them)."""
+
+    @classmethod
+    def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0) -> IndexedNote:
+        return cls(row[0], row[1], FileIdentity(row[2], row[3], row[5], row[4]), bool(row[6]), snippet, score)
+
+
+def _resolve_inotify_libc() -> None:
+    """inotify_simple finds libc lazily with `ctypes.util.find_library`, which runs `ldconfig` or a
+    compiler with temporary files: the sandbox (scope.sandbox) allows neither, and every watcher
+    created after it is applied would fail, leaving the index on directory stamps (each call then
+    re-lists a changed directory: O(notes) after every delete). Resolve it now, at import, which
+    `notewarden serve` does before it confines the process."""
+    with suppress(OSError):
+        inotify_simple.INotify().close()
+
+
+_resolve_inotify_libc()
+
+
+@dataclass
+class _Watcher:
+    inotify: inotify_simple.INotify
+    dirs: dict[int, str] = field(default_factory=dict)
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.inotify.close()
+
+
+@dataclass
+class _Live:
+    """What this process knows about one workspace beyond the database."""
+
+    synced: bool = False
+    watcher: _Watcher | None = None
+    last_verify: float = 0.0
+    settle_after_ns: int = 0
+    """Rule 3: when the last unsettled note this process indexed leaves the racy window (0: none)."""
+    track_changes: bool = True
+    """Rule 7: False during a workspace's first build."""
+
+
+class IndexRefresh:
+    """The index's database and what keeps it current (module rules); `NoteIndex` adds the queries."""
+
+    def __init__(
+        self, path: Path | str = ":memory:", *, watch: bool = True, verify_interval: float = 60.0
+    ) -> None:
+        self._lock = threading.RLock()
+        self._watch = watch
+        self._verify_interval = verify_interval
+        self._live: dict[str, _Live] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        """(workspace, name key): links to resolve again before the write transaction commits (Rule 6)."""
+        self._defer_links = False
+        """During a first full walk: links resolved and tags counted once, at its end."""
+        self._recount: set[str] = set()
+        self._pending_tags: list[tuple[str, str, str, str]] = []
+        self._pending_links: list[tuple[Any, ...]] = []
+        """Rows of `_store_facts` not yet written: `_flush_facts` writes them before the transaction ends
+        and before anything deletes or reads facts."""
+        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        # SQLite's temporary files (sorts, statement journals) go to /tmp or /var/tmp, which the
+        # sandbox forbids: a large index build then failed with "unable to open database file".
+        self._db.execute("PRAGMA temp_store = MEMORY")
+        # A 100k-note workspace's build with links (300k link rows, resolved in a second pass) ran
+        # 53 s on the default 2 MiB page cache and 41 s on this one (the build without links: 21 s)
+        self._db.execute("PRAGMA cache_size = -131072")  # KiB: at most 128 MiB, used as it fills
+        apply_migrations(self._db, "notes_index", INDEX_MIGRATIONS)
+        (self._stale,) = self._db.execute("SELECT count(*) FROM fts_stale").fetchone()
+
+    def close(self) -> None:
+        with self._lock:
+            for live in self._live.values():
+                if live.watcher is not None:
+                    live.watcher.close()
+            self._live.clear()
+            self._db.close()
+
+    @property
+    def watching(self) -> bool:
+        return self._watch
+
+    # Write-through from this server's own changes
+
+    def note_changed(self, workspace: str, root: WorkspaceRoot, *note_ids: str) -> None:
+        """Re-read (or drop) these notes now: a tool changed them and the next call must see it."""
+        with self._lock, self._write():
+            for note_id in note_ids:
+                self._index_file(workspace, root, note_id)
+
+    # Freshness (Rule 2)
+
+    def refresh(self, workspace: str, root: WorkspaceRoot, progress: ProgressSink | None = None) -> None:
+        with self._lock:
+            live = self._live_state(workspace, root)
+            now = time.monotonic()
+            if not live.synced:
+                if self._watch and live.watcher is None:
+                    live.watcher = self._new_watcher(workspace)
+                self._defer_links = True  # resolve each link once, after every note is in (Rule 6)
+                try:
+                    self._walk(workspace, root, live, full=True, progress=progress)
+                finally:
+                    self._defer_links = False
+                with self._write():  # resolves what the walk left dirty
+                    self._recount_tags(workspace)
+                    self._db.execute(
+                        "DELETE FROM gone_notes WHERE workspace = ? AND gone_ns < ?",
+                        (workspace, time.time_ns() - GONE_KEPT_NS),
+                    )
+                live.synced, live.last_verify, live.track_changes = True, now, True
+            elif live.watcher is not None:
+                self._drain(workspace, root, live, progress)
+            else:
+                full = now - live.last_verify >= self._verify_interval
+                self._walk(workspace, root, live, full=full, progress=progress)
+                if full:
+                    live.last_verify = now
+            if live.settle_after_ns and time.time_ns() > live.settle_after_ns:
+                self._settle(workspace, root, live, progress)
+
+    def _settle(
+        self, workspace: str, root: WorkspaceRoot, live: _Live, progress: ProgressSink | None
+    ) -> None:
+        """Rule 3: re-read every unsettled note of the workspace, now that its window has passed."""
+        live.settle_after_ns = 0  # a note that is racy again sets it anew
+        unsettled = self._db.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.settled = 0 ORDER BY n.id",
+            (workspace,),
+        )
+        self._read_files(workspace, root, [(r[0], IndexedNote.of(r)) for r in unsettled], progress)
+
+    def _live_state(self, workspace: str, root: WorkspaceRoot) -> _Live:
+        live = self._live.setdefault(workspace, _Live())
+        dev, ino = root.identity
+        row = self._db.execute("SELECT dev, ino FROM workspaces WHERE workspace = ?", (workspace,)).fetchone()
+        if row is None or tuple(row) != (dev, ino):
+            with self._write():
+                if row is not None:
+                    logger.warning(
+                        "workspace folder was replaced; re-indexing", extra={"workspace": workspace}
+                    )
+                    self._forget_subtree(workspace, "")
+                self._db.execute(
+                    "INSERT INTO workspaces (workspace, dev, ino) VALUES (?, ?, ?) ON CONFLICT (workspace) "
+                    "DO UPDATE SET dev = excluded.dev, ino = excluded.ino",
+                    (workspace, dev, ino),
+                )
+            live.synced = live.track_changes = False
+        return live
+
+    def _new_watcher(self, workspace: str) -> _Watcher | None:
+        try:
+            return _Watcher(inotify_simple.INotify(nonblocking=True))
+        except OSError as exc:
+            logger.warning(
+                "inotify unavailable; falling back to directory stamps",
+                extra={"workspace": workspace, "reason": str(exc)},
+            )
+            return None
+
+    def _watch_callback(self, workspace: str, live: _Live, path: str) -> Callable[[str], object] | None:
+        watcher = live.watcher
+        if watcher is None:
+            return None
+
+        def add(fd_path: str) -> None:
+            if live.watcher is None:
+                return
+            try:
+                wd = watcher.inotify.add_watch(fd_path, _WATCH_MASK)
+            except OSError as exc:
+                logger.warning(
+                    "inotify watch refused (limit reached?); falling back to directory stamps",
+                    extra={"workspace": workspace, "reason": str(exc)},
+                )
+                watcher.close()
+                live.watcher = None
+                return
+            watcher.dirs[wd] = path
+
+        return add
+
+    def _drain(self, workspace: str, root: WorkspaceRoot, live: _Live, progress: ProgressSink | None) -> None:
+        assert live.watcher is not None
+        watcher = live.watcher
+        dirty_dirs: set[str] = set()
+        dirty_files: set[str] = set()
+        while events := watcher.inotify.read(timeout=0):
+            for event in events:
+                if event.mask & inotify_simple.flags.Q_OVERFLOW:
+                    logger.warning("inotify queue overflowed; verifying the whole workspace")
+                    self._walk(workspace, root, live, full=True, progress=progress)
+                    live.last_verify = time.monotonic()
+                    return
+                if event.mask & inotify_simple.flags.IGNORED:
+                    watcher.dirs.pop(event.wd, None)
+                    continue
+                directory = watcher.dirs.get(event.wd)
+                if directory is None or not event.name:
+                    continue
+                child = f"{directory}/{event.name}" if directory else event.name
+                if event.mask & inotify_simple.flags.ISDIR and event.mask & _STRUCTURAL:
+                    dirty_dirs.add(directory)
+                elif _is_note_path(child):
+                    dirty_files.add(child)
+                elif event.mask & _STRUCTURAL and not event.name.startswith("."):
+                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
+        if dirty_dirs:
+            self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
+        if dirty_files:
+            with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 7)
+                for note_id in sorted(dirty_files, key=lambda n: (same_file(root, n, None), n)):
+                    self._index_file(workspace, root, note_id)
+
+    def _walk(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        live: _Live,
+        *,
+        full: bool,
+        only: Iterable[str] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> None:
+        """Reconcile directories with the index: every one (`full`), those whose stamp changed, or
+        `only` these (then also any new directory found below them); then read changed files."""
+        queue: list[tuple[str, DirStamp | None, bool]] = (
+            [(d, None, True) for d in only] if only is not None else [("", None, full)]
+        )
+        to_read: list[tuple[str, IndexedNote | None]] = []
+        started = time.time_ns()
+        with self._write():
+            while queue:
+                path, stamp, relist = queue.pop()
+                known = self._db.execute(
+                    "SELECT ino, mtime_ns FROM dirs WHERE workspace = ? AND path = ?", (workspace, path)
+                ).fetchone()
+                if not relist:
+                    if stamp is None:
+                        try:
+                            stamp = root.dir_stamp(split_dir(path))
+                        except FsError:
+                            self._forget_subtree(workspace, path)
+                            continue
+                    if known is not None and DirStamp(*known) == stamp:
+                        children = self._db.execute(
+                            "SELECT path FROM dirs WHERE workspace = ? AND parent = ?", (workspace, path)
+                        )
+                        queue.extend((c, None, False) for (c,) in children.fetchall())
+                        continue
+                try:
+                    listing = root.list_dir(
+                        split_dir(path), watch=self._watch_callback(workspace, live, path)
+                    )
+                except FsError:
+                    self._forget_subtree(workspace, path)
+                    continue
+                to_read += self._reconcile(workspace, listing, started)
+                known_children = {
+                    c
+                    for (c,) in self._db.execute(
+                        "SELECT path FROM dirs WHERE workspace = ? AND parent = ?", (workspace, path)
+                    )
+                }
+                for child, child_stamp in listing.subdirs:
+                    if full or child not in known_children:
+                        queue.append((child, child_stamp, True))
+                    elif only is None:
+                        queue.append((child, child_stamp, False))
+                for gone in known_children - {c for c, _ in listing.subdirs}:
+                    self._forget_subtree(workspace, gone)
+        self._read_files(workspace, root, to_read, progress)
+
+    def _reconcile(
+        self, workspace: str, listing: DirListing, started_ns: int
+    ) -> list[tuple[str, IndexedNote | None]]:
+        """Record one directory listing; returns the notes in it that must be (re-)read, each with
+        its row (None for a new note)."""
+        path = listing.path
+        racy = listing.stamp.mtime_ns >= started_ns - RACY_WINDOW_NS
+        self._db.execute(
+            "INSERT INTO dirs (workspace, path, parent, ino, mtime_ns) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (workspace, path) DO UPDATE SET ino = excluded.ino, mtime_ns = excluded.mtime_ns",
+            (
+                workspace,
+                path,
+                _parent(path) if path else None,
+                listing.stamp.ino,
+                0 if racy else listing.stamp.mtime_ns,
+            ),
+        )
+        known = {
+            r[0]: IndexedNote.of(r)
+            for r in self._db.execute(
+                f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.dir = ?", (workspace, path)
+            )
+        }
+        listed = {entry.path: entry for entry in listing.notes}
+        for gone in known.keys() - listed.keys():
+            self._forget_note(workspace, gone)
+        self._db.execute("DELETE FROM skipped WHERE workspace = ? AND dir = ?", (workspace, path))
+        self._db.executemany(
+            "INSERT INTO skipped (workspace, path, dir, reason) VALUES (?, ?, ?, ?)",
+            [(workspace, skipped, path, reason) for skipped, reason in listing.skipped],
+        )
+        return [
+            (note_id, old)
+            for note_id, entry in listed.items()
+            if (old := known.get(note_id)) is None or old.identity != entry.identity or not old.settled
+        ]
+
+    def _read_files(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        notes: Sequence[tuple[str, IndexedNote | None]],
+        progress: ProgressSink | None,
+    ) -> None:
+        total = len(notes)
+        for start in range(0, total, BATCH):
+            with self._write():
+                for note_id, known in notes[start : start + BATCH]:
+                    self._index_file(workspace, root, note_id, known)
+            if progress is not None and total > BATCH:
+                done = min(start + BATCH, total)
+                progress(done, total, f"indexed {done} of {total} changed notes")
+
+    def _index_file(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        note_id: str,
+        known: IndexedNote | EllipsisType | None = ...,
+    ) -> None:
+        """Re-read one note into the index, or drop it when it is no longer a readable note.
+
+        `known`: the note's row as the caller read it (None: it has none); `...`: look it up."""
+        if not _is_note_path(note_id):
+            self._forget_note(workspace, note_id)
+            return
+        started = time.time_ns()
+        try:
+            data, identity = root.read_head(note_id, INDEX_BODY_BYTES)
+        except FsError:
+            self._forget_note(workspace, note_id)
+            return
+        body = data.decode("utf-8", errors="replace")
+        settled = identity.mtime_ns < started - RACY_WINDOW_NS
+        if not settled and (live := self._live.get(workspace)) is not None:
+            live.settle_after_ns = max(live.settle_after_ns, identity.mtime_ns + RACY_WINDOW_NS)
+        if known is ...:
+            row = self._db.execute(
+                f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id = ?", (workspace, note_id)
+            ).fetchone()
+            known = IndexedNote.of(row) if row else None
+        if known is not None and known.identity == identity and self._body(workspace, note_id) == body:
+            # Re-read, unchanged (a racy row settling): no parse, no full-text churn.
+            if known.settled != settled:
+                self._db.execute(
+                    "UPDATE notes SET settled = ? WHERE workspace = ? AND id = ?",
+                    (int(settled), workspace, note_id),
+                )
+            return
+        facts = parse_note(body, note_stem(note_id), with_headings=False)
+        title = facts.title
+        change, changed_ns, previous = self._change_of(workspace, note_id, identity, known)
+        properties = None if facts.properties is None else json.dumps(facts.properties, ensure_ascii=False)
+        (rowid,) = self._db.execute(
+            "INSERT INTO notes (workspace, id, dir, title, dev, ino, size, mtime_ns, settled, path_key, "
+            "name_key, properties, property_error, change, changed_ns, previous) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, id) DO UPDATE SET "
+            "title = excluded.title, dev = excluded.dev, ino = excluded.ino, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns, settled = excluded.settled, properties = excluded.properties, "
+            "property_error = excluded.property_error, change = excluded.change, "
+            "changed_ns = excluded.changed_ns, previous = excluded.previous RETURNING rowid",
+            (
+                workspace,
+                note_id,
+                _parent(note_id),
+                title,
+                identity.dev,
+                identity.ino,
+                identity.size,
+                identity.mtime_ns,
+                int(settled),
+                note_key(note_id),
+                name_key(note_id),
+                properties,
+                facts.property_error,
+                change,
+                changed_ns,
+                previous,
+            ),
+        ).fetchone()
+        self._db.execute("DELETE FROM notes_text WHERE rowid = ?", (rowid,))
+        self._db.execute("DELETE FROM notes_titles WHERE rowid = ?", (rowid,))
+        self._db.execute(
+            "INSERT INTO notes_text (rowid, title, path, body) VALUES (?, ?, ?, ?)",
+            (rowid, title, note_id, body),
+        )
+        self._db.execute(
+            "INSERT INTO notes_titles (rowid, title, names) VALUES (?, ?, ?)",
+            (rowid, title, "\n".join((note_stem(note_id), *facts.aliases))),
+        )
+        self._store_facts(workspace, note_id, facts, body, fresh=known is None)
+
+    def _change_of(
+        self, workspace: str, note_id: str, identity: FileIdentity, known: IndexedNote | None
+    ) -> tuple[str | None, int, str | None]:
+        """Rule 7: (kind, when, previous id) of this note's change; kind None during a first build."""
+        live = self._live.get(workspace)
+        if live is None or not live.track_changes:
+            return None, identity.mtime_ns, None
+        if known is not None:
+            return "modified", identity.mtime_ns, None
+        self._db.execute("DELETE FROM gone_notes WHERE workspace = ? AND note_id = ?", (workspace, note_id))
+        row = self._db.execute(
+            "DELETE FROM gone_notes INDEXED BY gone_notes_by_inode WHERE workspace = ? AND ino = ? AND dev = ? "
+            "AND gone_ns >= ? RETURNING note_id",
+            (workspace, identity.ino, identity.dev, time.time_ns() - MOVE_WINDOW_NS),
+        ).fetchone()
+        if row is not None:
+            return "moved", time.time_ns(), row[0]
+        return "created", identity.mtime_ns, None
+
+    def _store_facts(self, workspace: str, note_id: str, facts: NoteFacts, body: str, *, fresh: bool) -> None:
+        """Rule 6: the note's tags, aliases and links, replacing what it had."""
+        db = self._db
+        if not fresh:
+            self._forget_facts(workspace, note_id)
+        tags: dict[str, str] = {}
+        for tag in facts.tags:
+            tags.setdefault(tag_key(tag.name), tag.name)
+        if tags:
+            self._pending_tags += [(workspace, note_id, key, name) for key, name in tags.items()]
+            self._count_tags(workspace, tags)
+        aliases = {fold(a): a for a in facts.aliases}
+        if aliases:
+            db.executemany(
+                "INSERT INTO note_aliases (workspace, note_id, alias_key, alias) VALUES (?, ?, ?, ?)",
+                [(workspace, note_id, key, alias) for key, alias in aliases.items()],
+            )
+        self._dirty.update((workspace, key) for key in (name_key(note_id), *aliases))
+        rows = self._pending_links
+        for seq, link in enumerate(facts.links):
+            key = name_key(link.path.rstrip("/")) if link.path else ""
+            target, via = (note_id, "self") if not link.path else (None, None)
+            if link.path:
+                self._dirty.add((workspace, key))
+            written = body[link.span[0] : link.span[1]]
+            rows.append(
+                (
+                    workspace,
+                    note_id,
+                    seq,
+                    link.line,
+                    link.style,
+                    int(link.embed),
+                    link.path,
+                    link.anchor,
+                    written,
+                    context_line(body, link.span[0]),
+                    key,
+                    target,
+                    via,
+                )
+            )
+
+    def _flush_facts(self) -> None:
+        """Write the tag and link rows `_store_facts` gathered: one statement each per transaction,
+        not per note (a first build of 10,000 notes made 20,000 calls)."""
+        tags, self._pending_tags = self._pending_tags, []
+        links, self._pending_links = self._pending_links, []
+        if tags:
+            self._db.executemany(
+                "INSERT INTO note_tags (workspace, note_id, tag, name) VALUES (?, ?, ?, ?)", tags
+            )
+        if links:
+            self._db.executemany(
+                "INSERT INTO note_links (workspace, note_id, seq, line, style, embed, path, anchor, written, "
+                "context, name_key, target, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                links,
+            )
+
+    def _forget_facts(self, workspace: str, note_id: str) -> None:
+        self._flush_facts()
+        db = self._db
+        gone_tags = db.execute(
+            "DELETE FROM note_tags WHERE workspace = ? AND note_id = ? RETURNING tag", (workspace, note_id)
+        ).fetchall()
+        self._uncount_tags(workspace, [t for (t,) in gone_tags])
+        for (alias,) in db.execute(
+            "DELETE FROM note_aliases WHERE workspace = ? AND note_id = ? RETURNING alias_key",
+            (workspace, note_id),
+        ).fetchall():
+            self._dirty.add((workspace, alias))
+        db.execute("DELETE FROM note_links WHERE workspace = ? AND note_id = ?", (workspace, note_id))
+
+    def _count_tags(self, workspace: str, tags: dict[str, str]) -> None:
+        """Keep `tag_counts` current: one upsert per tag, or one recount after a first build."""
+        if self._defer_links:
+            self._recount.add(workspace)
+            return
+        self._db.executemany(
+            "INSERT INTO tag_counts (workspace, tag, name, notes) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (workspace, tag) DO UPDATE SET notes = notes + 1, name = min(name, excluded.name)",
+            [(workspace, key, name) for key, name in tags.items()],
+        )
+
+    def _recount_tags(self, workspace: str) -> None:
+        if workspace in self._recount:
+            self._recount.discard(workspace)
+            self._db.execute("DELETE FROM tag_counts WHERE workspace = ?", (workspace,))
+            self._db.execute(
+                "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), count(*) "
+                "FROM note_tags WHERE workspace = ? GROUP BY tag",
+                (workspace,),
+            )
+
+    def _uncount_tags(self, workspace: str, tags: Sequence[str]) -> None:
+        if self._defer_links and tags:
+            self._recount.add(workspace)
+        elif tags:
+            self._db.executemany(
+                "UPDATE tag_counts SET notes = notes - 1 WHERE workspace = ? AND tag = ?",
+                [(workspace, t) for t in tags],
+            )
+            self._db.execute("DELETE FROM tag_counts WHERE workspace = ? AND notes <= 0", (workspace,))
+
+    def _resolve_dirty(self) -> None:
+        """Rule 6: resolve again every link whose name key a note gained or lost."""
+        dirty, self._dirty = self._dirty, set()
+        by_workspace: dict[str, list[str]] = {}
+        for workspace, key in dirty:
+            by_workspace.setdefault(workspace, []).append(key)
+        for workspace, keys in by_workspace.items():
+            lookup = (
+                IndexLookup(self._db, workspace) if len(keys) <= BATCH else _LoadedLookup(self._db, workspace)
+            )
+            for start in range(0, len(keys), BATCH):
+                chunk = keys[start : start + BATCH]
+                rows = self._db.execute(
+                    "SELECT note_id, seq, path, style, target, via FROM note_links INDEXED BY note_links_by_name "
+                    "WHERE workspace = ? "
+                    f"AND name_key IN ({', '.join('?' * len(chunk))}) AND path != ''",
+                    (workspace, *chunk),
+                ).fetchall()
+                updates = []
+                for note_id, seq, path, style, target, via in rows:
+                    found = resolve_path(path, style, note_id, lookup)
+                    if (found.target, found.via) != (target, via):
+                        updates.append((found.target, found.via, workspace, note_id, seq))
+                self._db.executemany(
+                    "UPDATE note_links SET target = ?, via = ? WHERE workspace = ? AND note_id = ? AND seq = ?",
+                    updates,
+                )
+
+    def _body(self, workspace: str, note_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT t.body FROM notes n JOIN notes_text t ON t.rowid = n.rowid WHERE n.workspace = ? AND n.id = ?",
+            (workspace, note_id),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _forget_note(self, workspace: str, note_id: str, *, gone: bool = True) -> None:
+        """Drop a note; `gone`: remember that it went (Rule 7), unless it was renamed."""
+        row = self._db.execute(
+            "DELETE FROM notes WHERE workspace = ? AND id = ? RETURNING rowid, title, dev, ino",
+            (workspace, note_id),
+        ).fetchone()
+        if row is None:
+            return
+        self._forget_text([(row[0],)])
+        self._forget_facts(workspace, note_id)
+        self._dirty.add((workspace, name_key(note_id)))
+        live = self._live.get(workspace)
+        if gone and live is not None and live.track_changes:
+            self._remember_gone(workspace, [(note_id, row[1], row[2], row[3])])
+
+    def _remember_gone(self, workspace: str, notes: Sequence[tuple[str, str, int, int]]) -> None:
+        now = time.time_ns()
+        self._db.executemany(
+            "INSERT OR REPLACE INTO gone_notes (workspace, note_id, title, gone_ns, dev, ino) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(workspace, note_id, title, now, dev, ino) for note_id, title, dev, ino in notes],
+        )
+
+    def _forget_subtree(self, workspace: str, path: str) -> None:
+        """Drop a directory (`""`: the whole workspace) and everything below it, and its watches."""
+        self._flush_facts()
+        within, bounds = prefix_range("id", path)
+        dir_within, dir_bounds = prefix_range("path", path)
+        note_within, note_bounds = prefix_range("note_id", path)
+        removed = self._db.execute(
+            f"DELETE FROM notes WHERE workspace = ?{within or ''} RETURNING rowid, id, title, dev, ino",
+            (workspace, *bounds),
+        ).fetchall()
+        self._forget_text([(r[0],) for r in removed])
+        tags = self._db.execute(
+            f"DELETE FROM note_tags WHERE workspace = ?{note_within} RETURNING tag", (workspace, *note_bounds)
+        ).fetchall()
+        self._uncount_tags(workspace, [t for (t,) in tags])
+        aliases = self._db.execute(
+            f"DELETE FROM note_aliases WHERE workspace = ?{note_within} RETURNING alias_key",
+            (workspace, *note_bounds),
+        ).fetchall()
+        self._db.execute(
+            f"DELETE FROM note_links WHERE workspace = ?{note_within}", (workspace, *note_bounds)
+        )
+        self._dirty.update(
+            (workspace, k) for k in [*(a for (a,) in aliases), *(name_key(r[1]) for r in removed)]
+        )
+        live = self._live.get(workspace)
+        if path and live is not None and live.track_changes:
+            self._remember_gone(workspace, [(r[1], r[2], r[3], r[4]) for r in removed])
+        if path:
+            self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
+        self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
+        self._db.execute(f"DELETE FROM skipped WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
+        watcher = live.watcher if live is not None else None
+        if watcher is not None:
+            below = path + "/"
+            for wd, directory in list(watcher.dirs.items()):
+                if not path or directory == path or directory.startswith(below):
+                    del watcher.dirs[wd]
+                    with suppress(OSError):
+                        watcher.inotify.rm_watch(wd)
+
+    def _forget_text(self, rowids: Sequence[tuple[int]]) -> None:
+        """Rule 5: list the full-text rows of removed notes; purge them once a batch is listed."""
+        self._db.executemany("INSERT OR IGNORE INTO fts_stale (rowid) VALUES (?)", rowids)
+        self._stale += len(rowids)
+        if self._stale < STALE_BATCH:
+            return
+        stale = self._db.execute(
+            "DELETE FROM fts_stale WHERE rowid NOT IN (SELECT rowid FROM notes) RETURNING rowid"
+        ).fetchall()
+        self._db.execute("DELETE FROM fts_stale")
+        self._db.executemany("DELETE FROM notes_text WHERE rowid = ?", stale)
+        self._db.executemany("DELETE FROM notes_titles WHERE rowid = ?", stale)
+        self._stale = 0
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._flush_facts()
+            if not self._defer_links:
+                self._resolve_dirty()
+        except BaseException:
+            self._dirty.clear()
+            self._pending_tags, self._pending_links = [], []
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
