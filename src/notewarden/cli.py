@@ -27,8 +27,9 @@ import anyio
 
 from notewarden import __version__
 from notewarden.config import Config, ConfigError, config_for_directories, load_config
-from notewarden.ledger import LedgerUnavailable, SchemaOutOfDate
+from notewarden.ledger import LedgerUnavailable
 from notewarden.logs import configure_logging
+from notewarden.schema import SchemaOutOfDate
 from notewarden.scope.grants import WorkspaceFolderError
 
 __all__ = ["main"]

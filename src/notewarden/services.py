@@ -17,7 +17,7 @@ from pathlib import Path
 
 from notewarden.config import Config, load_config
 from notewarden.faults import armed_point
-from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
+from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.ownership import (
@@ -30,6 +30,7 @@ from notewarden.notes.ownership import (
 )
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import Connections, import_legacy_file
+from notewarden.schema import SchemaOutOfDate
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import Grants

@@ -12,7 +12,7 @@ notes_publish's pending links and sealed credentials live in the ledger's databa
 
 Schema changes: the SQLite file is created and upgraded by whichever process opens it
 (the embedded default works with one command); PostgreSQL only by `notewarden db upgrade`,
-and a server refuses to start on a PostgreSQL schema that is behind (see `ledger.schema`).
+and a server refuses to start on a PostgreSQL schema that is behind (see `notewarden.schema`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING
 
 from notewarden.config import Config
 from notewarden.ledger import Ledger, SqlSession
-from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent
+from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import PUBLISH_SCHEMA
-from notewarden.sqlite_migrations import sqlite_upgrade, sqlite_versions
+from notewarden.schema import SchemaComponent, sqlite_upgrade, sqlite_versions
 
 if TYPE_CHECKING:
     from notewarden.ledger.postgres import PostgresLedger

@@ -21,8 +21,9 @@ from contextlib import closing
 from pathlib import Path
 
 from notewarden.config import Config
-from notewarden.ledger import Ledger, LedgerUnavailable, SchemaOutOfDate
+from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.notes.ownership import OwnerMarker, TrashReport, inspect_trash, read_owner, take_over
+from notewarden.schema import SchemaOutOfDate
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.uri import FileUri

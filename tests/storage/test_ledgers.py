@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.ledger import Claim, Ledger, LedgerUnavailable, PriorUse, SchemaOutOfDate
+from notewarden.ledger import Claim, Ledger, LedgerUnavailable, PriorUse
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.ledger.postgres import PostgresLedger, describe_dsn
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA
+from notewarden.schema import SchemaOutOfDate
 from tests.pg import SECRET_PASSWORD, PgDatabase, database_url
 
 

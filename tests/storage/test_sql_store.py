@@ -11,12 +11,12 @@ import pytest
 from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
-from notewarden.ledger.schema import SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import Note, content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
+from notewarden.schema import SchemaComponent
 from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri

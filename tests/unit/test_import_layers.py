@@ -47,3 +47,34 @@ def test_the_domain_does_not_import_config() -> None:
     """The configuration file is the wiring's business: the layers below it get plain values."""
     for unit in ("scope", "ledger", "notes", "confirm", "forms", "publish"):
         assert "config" not in imports_of(unit), (unit, imports_of(unit).get("config"))
+
+
+def test_no_two_units_import_each_other_even_through_others() -> None:
+    """The units form layers: following imports from any unit never leads back to it."""
+    units = sorted(
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    )
+    edges = {unit: set(imports_of(unit)) & set(units) for unit in units}
+    assert edges["ledger"] >= {"schema"} and edges["schema"] == set(), "the scanner sees edges"
+
+    def cycle_from(start: str) -> list[str] | None:
+        path, seen = [start], set()
+
+        def walk(unit: str) -> list[str] | None:
+            for after in sorted(edges[unit]):
+                if after == start:
+                    return [*path, start]
+                if after not in seen:
+                    seen.add(after)
+                    path.append(after)
+                    if (found := walk(after)) is not None:
+                        return found
+                    path.pop()
+            return None
+
+        return walk(start)
+
+    cycles = [found for unit in units if (found := cycle_from(unit)) is not None]
+    assert not cycles, cycles[0]

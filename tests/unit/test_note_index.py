@@ -19,8 +19,8 @@ import pytest
 from notewarden.notes.index import NoteIndex
 from notewarden.notes.index_refresh import INDEX_MIGRATIONS, STALE_BATCH
 from notewarden.notes.model import match_words, search_terms
+from notewarden.schema import apply_migrations
 from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
-from notewarden.sqlite_migrations import apply_migrations
 
 pytestmark = pytest.mark.resolves_files
 

@@ -215,7 +215,8 @@ def _sealing_keys(config: Config) -> Iterator[Finding]:
 def _postgres(config: Config) -> Iterator[Finding]:
     if config.storage.ledger != "postgres":
         return
-    from notewarden.ledger import LedgerUnavailable, SchemaOutOfDate
+    from notewarden.ledger import LedgerUnavailable
+    from notewarden.schema import SchemaOutOfDate
     from notewarden.storage import schema_status
 
     try:

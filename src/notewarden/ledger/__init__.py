@@ -54,7 +54,6 @@ __all__ = [
     "LedgerTxn",
     "LedgerUnavailable",
     "PriorUse",
-    "SchemaOutOfDate",
     "SqlSession",
     "TransactionSteps",
     "encode_receipt",
@@ -73,10 +72,6 @@ DURABILITY_LEVELS: tuple[Durability, ...] = ("normal", "full")
 
 class LedgerUnavailable(Exception):
     """The ledger database cannot be reached; nothing was changed and the call can be retried."""
-
-
-class SchemaOutOfDate(Exception):
-    """The database schema is not the version this notewarden needs; the message says what to run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,8 @@ from notewarden.ledger import (
     TransactionSteps,
     encode_receipt,
 )
-from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent, check_versions
+from notewarden.ledger.schema import LEDGER_SCHEMA
+from notewarden.schema import SchemaComponent, check_versions
 
 __all__ = [
     "PostgresLedger",

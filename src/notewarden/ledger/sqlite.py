@@ -41,8 +41,8 @@ from notewarden.ledger import (
     TransactionSteps,
     encode_receipt,
 )
-from notewarden.ledger.schema import LEDGER_SCHEMA, SchemaComponent
-from notewarden.sqlite_migrations import sqlite_upgrade
+from notewarden.ledger.schema import LEDGER_SCHEMA
+from notewarden.schema import SchemaComponent, sqlite_upgrade
 
 __all__ = ["SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn"]
 

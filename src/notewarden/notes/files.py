@@ -85,7 +85,6 @@ from typing import Any
 from notewarden.confirm.state import Candidate
 from notewarden.faults import pause_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
-from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import NoteIndex
@@ -118,6 +117,7 @@ from notewarden.notes.trash_journal import (
     read_journal,
     reset_journal,
 )
+from notewarden.schema import SchemaComponent
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from notewarden.ledger import SqlSession
-from notewarden.ledger.schema import SchemaComponent
+from notewarden.schema import SchemaComponent
 
 __all__ = [
     "HISTORY_COLUMNS",

@@ -83,10 +83,10 @@ from notewarden.notes.links import MappedVault, context_line, name_key, note_key
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import note_stem
 from notewarden.notes.store import ProgressSink
+from notewarden.schema import apply_migrations
 from notewarden.scope.fs_errors import FsError, PathRejected
 from notewarden.scope.fsroot import DirListing, DirStamp, FileIdentity, WorkspaceRoot
 from notewarden.scope.note_paths import NOTE_SUFFIXES, split_dir, split_relative
-from notewarden.sqlite_migrations import apply_migrations
 
 __all__ = [
     "INDEX_BODY_BYTES",

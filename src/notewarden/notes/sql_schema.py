@@ -1,4 +1,4 @@
-"""The SQL note store's schema, both dialects, one step per change (`ledger.schema` Rule 1).
+"""The SQL note store's schema, both dialects, one step per change (`notewarden.schema` Rule 1).
 
 Step 1 (the seed): `notes` and `notes_trash`, and the version trigger that bumps `notes.version`
 on every change of a row's workspace, path or body, whoever writes it.
@@ -51,7 +51,7 @@ mean what they mean in SQLite.
 
 from __future__ import annotations
 
-from notewarden.ledger.schema import SchemaComponent
+from notewarden.schema import SchemaComponent
 
 __all__ = ["SQL_STORE_SCHEMA"]
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from notewarden.ledger import Ledger, LedgerTxn
-from notewarden.ledger.schema import SchemaComponent
 from notewarden.publish.vault import Sealer, credential_binding, credential_sealer
+from notewarden.schema import SchemaComponent
 
 __all__ = [
     "PUBLISH_SCHEMA",
