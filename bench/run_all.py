@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -267,29 +268,37 @@ def _median(values: Iterable[float | None]) -> float | None:
     return round(statistics.median(present), 2) if present else None
 
 
+def _value(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
+    """One number of one round's stats (top level or `extra`); None when absent."""
+    stats = r[name][flow]
+    if stats is None:
+        return None
+    found = stats.get(key, stats["extra"].get(key))
+    return None if found is None else float(found)
+
+
+def _round_ratios(
+    rounds: Sequence[dict[str, dict[str, Any]]],
+    top: Callable[[dict[str, Any]], float | None],
+    bottom: Callable[[dict[str, Any]], float | None],
+) -> dict[str, Any]:
+    """top ÷ bottom in each round where both were measured; their median, min and max."""
+    per_round = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
+    return {
+        "median": _median(per_round),
+        "min": round(min(per_round), 2) if per_round else None,
+        "max": round(max(per_round), 2) if per_round else None,
+        "per_round": [round(x, 3) for x in per_round],
+    }
+
+
 def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     """Medians over rounds, and notewarden's ratios to each baseline taken round by round."""
 
-    def value(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
-        stats = r[name][flow]
-        if stats is None:
-            return None
-        found = stats.get(key, stats["extra"].get(key))
-        return None if found is None else float(found)
-
     def median_of(name: str, flow: str, key: str) -> float | None:
-        return _median(value(r, name, flow, key) for r in rounds)
+        return _median(_value(r, name, flow, key) for r in rounds)
 
-    def ratios(
-        top: Callable[[dict[str, Any]], float | None], bottom: Callable[[dict[str, Any]], float | None]
-    ) -> dict[str, Any]:
-        per_round = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
-        return {
-            "median": _median(per_round),
-            "min": round(min(per_round), 2) if per_round else None,
-            "max": round(max(per_round), 2) if per_round else None,
-            "per_round": [round(x, 3) for x in per_round],
-        }
+    ratios = functools.partial(_round_ratios, rounds)
 
     servers: dict[str, Any] = {}
     for name in SERVERS:
@@ -309,15 +318,15 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
             if flow == "delete":
                 keys += ["round1_p50_ms", "round2_p50_ms"]
             entry[flow] = {key: median_of(name, flow, key) for key in keys}
-            entry[flow]["errors"] = int(sum(value(r, name, flow, "errors") or 0 for r in rounds))
+            entry[flow]["errors"] = int(sum(_value(r, name, flow, "errors") or 0 for r in rounds))
         # a confirmed delete in plain reads on the same server: by throughput and by server CPU
         entry["delete_cost_in_reads"] = ratios(
-            lambda r, n=name: value(r, n, "read", "per_second"),
-            lambda r, n=name: value(r, n, "delete", "per_second"),
+            lambda r, n=name: _value(r, n, "read", "per_second"),
+            lambda r, n=name: _value(r, n, "delete", "per_second"),
         )["median"]
         entry["delete_cpu_in_reads"] = ratios(
-            lambda r, n=name: value(r, n, "delete", "server_cpu_ms_per_flow"),
-            lambda r, n=name: value(r, n, "read", "server_cpu_ms_per_flow"),
+            lambda r, n=name: _value(r, n, "delete", "server_cpu_ms_per_flow"),
+            lambda r, n=name: _value(r, n, "read", "server_cpu_ms_per_flow"),
         )["median"]
         servers[name] = entry
     baselines = [b for b in BASELINES if servers[b]["delete"]]
@@ -327,16 +336,16 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
         "faster_baseline": faster,
         "delete_throughput_ratio": {
             b: ratios(
-                lambda r: value(r, "notewarden", "delete", "per_second"),
-                lambda r, b=b: value(r, b, "delete", "per_second"),
+                lambda r: _value(r, "notewarden", "delete", "per_second"),
+                lambda r, b=b: _value(r, b, "delete", "per_second"),
             )
             for b in baselines
         },
         # the same comparison by server CPU per confirmed delete (baseline CPU / notewarden CPU)
         "delete_cpu_ratio": {
             b: ratios(
-                lambda r, b=b: value(r, b, "delete", "server_cpu_ms_per_flow"),
-                lambda r: value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
+                lambda r, b=b: _value(r, b, "delete", "server_cpu_ms_per_flow"),
+                lambda r: _value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
             )
             for b in baselines
         },
@@ -413,30 +422,17 @@ def summarize_sequential(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
     answers sooner), and a confirmed delete's p50 in plain reads' p50 on the same server."""
     keys = ("p50_ms", "p90_ms", "p99_ms", "round1_p50_ms", "round2_p50_ms", "server_cpu_ms_per_flow")
 
-    def get(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
-        stats = r[name][flow]
-        found = stats.get(key, stats["extra"].get(key))
-        return None if found is None else float(found)
-
-    def per_round(
-        top: Callable[[dict[str, Any]], float | None], bottom: Callable[[dict[str, Any]], float | None]
-    ) -> dict[str, Any]:
-        values = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
-        return {
-            "median": _median(values),
-            "min": round(min(values), 2) if values else None,
-            "max": round(max(values), 2) if values else None,
-            "per_round": [round(x, 3) for x in values],
-        }
+    per_round = functools.partial(_round_ratios, rounds)
 
     servers: dict[str, Any] = {}
     for name in SEQUENTIAL_SERVERS:
         entry: dict[str, Any] = {}
         for flow in ("delete", "read"):
-            entry[flow] = {key: _median(get(r, name, flow, key) for r in rounds) for key in keys}
+            entry[flow] = {key: _median(_value(r, name, flow, key) for r in rounds) for key in keys}
             entry[flow]["errors"] = int(sum(r[name][flow]["errors"] for r in rounds))
         entry["delete_p50_in_reads"] = per_round(
-            lambda r, n=name: get(r, n, "delete", "p50_ms"), lambda r, n=name: get(r, n, "read", "p50_ms")
+            lambda r, n=name: _value(r, n, "delete", "p50_ms"),
+            lambda r, n=name: _value(r, n, "read", "p50_ms"),
         )["median"]
         servers[name] = entry
     baseline = SEQUENTIAL_SERVERS[1]
@@ -445,8 +441,8 @@ def summarize_sequential(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
         "baseline": baseline,
         "p50_ratio": {
             flow: per_round(
-                lambda r, f=flow: get(r, baseline, f, "p50_ms"),
-                lambda r, f=flow: get(r, "notewarden", f, "p50_ms"),
+                lambda r, f=flow: _value(r, baseline, f, "p50_ms"),
+                lambda r, f=flow: _value(r, "notewarden", f, "p50_ms"),
             )
             for flow in ("delete", "read")
         },
