@@ -14,6 +14,10 @@ Flows (each checks its answers; a wrong answer is counted as an error, never as 
     read     one plain read call: notes_read {workspaceUri, noteId}
     search   notes_search {workspaceUri, query}: the answer must name the note searched for
 
+`run_flow` drives one server with N workers; `run_interleaved` drives several servers with one
+client each, one call at a time, in alternating chunks (latency without queueing, the servers
+measured seconds apart under the same conditions).
+
 During the warm-up every JSON-RPC message is also validated against the 2026-07-28
 schema (tests/schema.py); timed calls only check what the flow needs.
 
@@ -30,7 +34,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,7 @@ import httpx2
 
 from bench.data import BenchNote
 
-__all__ = ["FLOWS", "FlowStats", "McpHttp", "Target", "percentile", "run_flow"]
+__all__ = ["FLOWS", "FlowStats", "McpHttp", "Target", "percentile", "run_flow", "run_interleaved"]
 
 PROTOCOL = "2026-07-28"
 _META = {
@@ -340,8 +344,90 @@ async def run_flow(
         second_rounds.sort()
         extra["round1_p50_ms"] = round(percentile(first_rounds, 50) * 1000, 2)
         extra["round2_p50_ms"] = round(percentile(second_rounds, 50) * 1000, 2)
+    return _stats(target.name, flow, workers, latencies, errors, seconds, extra)
+
+
+async def run_interleaved(
+    targets: Sequence[Target],
+    flow: str,
+    notes: Sequence[BenchNote],
+    *,
+    warmup: Sequence[BenchNote] = (),
+    chunk: int = 10,
+    server_pids: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, FlowStats]:
+    """One client per target, one flow at a time: the targets take turns, `chunk` flows each, on
+    the same notes (each target holds its own copy), in an order that rotates every turn.
+
+    Warm-up as in `run_flow` (sequential, schema-checked, not timed). Server CPU per flow is the
+    CPU of each target's processes over the whole timed part, divided by its flows (a target
+    idles while the others take their turn)."""
+    run = FLOWS[flow]
+    clients = {t.name: McpHttp(t, connections=1, validate=True) for t in targets}
+    pids = server_pids or {}
+    latencies: dict[str, list[float]] = {t.name: [] for t in targets}
+    first_rounds: dict[str, list[float]] = {t.name: [] for t in targets}
+    errors: dict[str, list[str]] = {t.name: [] for t in targets}
+    try:
+        warmed = time.perf_counter()
+        for mcp in clients.values():
+            for note in warmup:
+                await run(mcp, note)
+            mcp.validate = False
+        warmup_seconds = time.perf_counter() - warmed
+        cpu_before = {name: sum(cpu_seconds(p) for p in pids.get(name, ())) for name in clients}
+        client_cpu = time.process_time()
+        order = list(clients)
+        for turn, first in enumerate(range(0, len(notes), chunk)):
+            rotated = order[turn % len(order) :] + order[: turn % len(order)]
+            for name in rotated:
+                mcp = clients[name]
+                for note in notes[first : first + chunk]:
+                    began = time.perf_counter()
+                    try:
+                        round1 = await run(mcp, note)
+                    except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
+                        errors[name].append(f"{type(exc).__name__}: {exc}")
+                        continue
+                    latencies[name].append(time.perf_counter() - began)
+                    if round1 is not None:
+                        first_rounds[name].append(round1)
+        client_cpu = time.process_time() - client_cpu
+        cpu_after = {name: sum(cpu_seconds(p) for p in pids.get(name, ())) for name in clients}
+    finally:
+        for mcp in clients.values():
+            await mcp.aclose()
+    out = {}
+    for name, measured in latencies.items():
+        extra: dict[str, Any] = {"warmup_seconds": round(warmup_seconds, 3)}
+        if measured:
+            extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / sum(map(len, latencies.values())), 3)
+            if pids.get(name):
+                extra["server_cpu_ms_per_flow"] = round(
+                    (cpu_after[name] - cpu_before[name]) * 1000 / len(measured), 3
+                )
+        if first_rounds[name]:
+            firsts = sorted(first_rounds[name])
+            seconds = sorted(t - r for t, r in zip(measured, first_rounds[name], strict=True))
+            extra["round1_p50_ms"] = round(percentile(firsts, 50) * 1000, 2)
+            extra["round2_p50_ms"] = round(percentile(seconds, 50) * 1000, 2)
+        # one call at a time: the target's throughput is its flows over the time spent in them
+        out[name] = _stats(name, flow, 1, measured, errors[name], sum(measured), extra)
+    return out
+
+
+def _stats(
+    name: str,
+    flow: str,
+    workers: int,
+    latencies: list[float],
+    errors: list[str],
+    seconds: float,
+    extra: dict[str, Any],
+) -> FlowStats:
+    latencies = sorted(latencies)
     return FlowStats(
-        target=target.name,
+        target=name,
         flow=flow,
         workers=workers,
         ok=len(latencies),

@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.profile                       # notewarden, 1,000 resident notes
     .venv/bin/python -m bench.profile --server fastmcp      # a baseline, same load
     .venv/bin/python -m bench.profile --notes 0 --flow read
+    .venv/bin/python -m bench.profile --workers 1           # one client, one call at a time
 
 py-spy (the `bench` extra; a sampling tool attached to the running process, nothing
 imports it) samples every thread of the server at `--rate` Hz while the load client runs;
@@ -89,7 +90,9 @@ def summarize(raw: Path, top: int = 25) -> str:
     owners: collections.Counter[str] = collections.Counter()
     libs: collections.Counter[tuple[str, str]] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
+    leaves: collections.Counter[str] = collections.Counter()
     for frames, count in samples:
+        leaves[" <- ".join(_short(f) for f in reversed(frames[-3:]))] += count
         who = owner(frames)
         owners[who] += count
         lib = library(frames)
@@ -111,6 +114,9 @@ def summarize(raw: Path, top: int = 25) -> str:
     out += [f"  {100 * c / total:5.1f}%  {who} / {lib}" for (who, lib), c in libs.most_common(12)]
     out += ["", f"top {top} functions of ours, the SDK's and FastMCP's, inclusive:"]
     out += [f"  {100 * c / total:5.1f}%  {frame}" for frame, c in inclusive.most_common(top)]
+    # where a thread is when sampled: a waker descheduled in favour of the thread it woke shows here
+    out += ["", "top 10 innermost frames (with their two callers), any owner:"]
+    out += [f"  {100 * c / total:5.1f}%  {stack}" for stack, c in leaves.most_common(10)]
     return "\n".join(out)
 
 
@@ -118,7 +124,7 @@ def _short(frame: str) -> str:
     """`func (/long/path/site-packages/pkg/mod.py:123)` -> `func (pkg/mod.py)`: one entry per function."""
     head, _, tail = frame.partition(" (")
     path = tail.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("/src/", "/site-packages/", "/bench/"):
+    for marker in ("/src/", "/site-packages/", "/bench/", "/lib/"):  # /lib/: the stdlib, python3.X/mod.py
         if marker in path:
             path = path.split(marker, 1)[1]
             break
@@ -150,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         server = start_notewarden(prepare_notewarden(work, bench_notes(0, total), tag="p"), cpus={1})
     else:
         server = start_baseline(args.server, work, first=0, count=total, cpus={1})
-    name = f"profile-{args.server}-{args.flow}-{args.notes}" + ("-gil" if args.gil else "")
+    name = (
+        f"profile-{args.server}-{args.flow}-{args.notes}"
+        + ("-sequential" if args.workers == 1 else "")
+        + ("-gil" if args.gil else "")
+    )
     raw = RESULTS / f"{name}.collapsed.txt"
     RESULTS.mkdir(exist_ok=True)
     try:

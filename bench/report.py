@@ -20,6 +20,7 @@ BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 
 DELETE_VS_BASELINE_GOAL = 1.25
 DELETE_IN_READS_GOAL = 2.3
+SEQUENTIAL_DELETE_GOAL = 1.0  # the baseline's p50 over notewarden's: no slower than the baseline
 SCALE_GOAL = 2.0
 PG_VS_FILES_GOAL = 0.8
 TWO_INSTANCES_GOAL = 1.4
@@ -117,6 +118,53 @@ def comparison_md(data: dict[str, Any]) -> list[str]:
             if missing_read
             else f"**{_n(cost, '{:.2f}')}**, {_goal(cost, DELETE_IN_READS_GOAL, at_least=False)}."
         ),
+    ]
+    return lines
+
+
+def sequential_md(data: dict[str, Any]) -> list[str]:
+    plan, summary = data["plan"], data["summary"]
+    lines = [
+        f"**Sequential** (one client, one call at a time; {plan['rounds']} rounds, each starting both servers "
+        f"afresh on {plan['data_size'].split(' at ')[0]}; the servers take turns, {plan['chunk']} calls each; "
+        f"{plan['deletes_per_round']} confirmed deletes and {plan['reads_per_round']} reads per server per round; "
+        "medians over rounds)",
+        "",
+        "| server | confirmed delete p50 ms | p90 ms | p99 ms | round 1 / round 2 p50 ms "
+        "| server CPU ms per delete | read p50 ms | p99 ms | server CPU ms per read | a delete in reads (p50) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, entry in summary["servers"].items():
+        d, r = entry["delete"], entry["read"]
+        lines.append(
+            f"| {name} | {_n(d['p50_ms'], '{:.2f}')} | {_n(d['p90_ms'], '{:.2f}')} | {_n(d['p99_ms'], '{:.2f}')} "
+            f"| {_n(d['round1_p50_ms'], '{:.2f}')} / {_n(d['round2_p50_ms'], '{:.2f}')} "
+            f"| {_n(d['server_cpu_ms_per_flow'], '{:.2f}')} | {_n(r['p50_ms'], '{:.2f}')} "
+            f"| {_n(r['p99_ms'], '{:.2f}')} | {_n(r['server_cpu_ms_per_flow'], '{:.2f}')} "
+            f"| {_n(entry['delete_p50_in_reads'], '{:.2f}')} |"
+        )
+    errors = {name: e["delete"]["errors"] + e["read"]["errors"] for name, e in summary["servers"].items()}
+    if any(errors.values()):
+        lines += ["", "Errors (left out of the numbers): " + ", ".join(f"{k} {v}" for k, v in errors.items())]
+    baseline = summary["baseline"]
+    lines += [
+        "",
+        f"| p50: {baseline} ÷ notewarden | median | min | max |",
+        "|---|---:|---:|---:|",
+    ]
+    for flow, label in (("delete", "confirmed delete"), ("read", "read")):
+        ratio = summary["p50_ratio"][flow]
+        lines.append(
+            f"| {label} | {_n(ratio['median'], '{:.2f}×')} | {_n(ratio['min'], '{:.2f}')} "
+            f"| {_n(ratio['max'], '{:.2f}')} |"
+        )
+    ratio = summary["p50_ratio"]["delete"]["median"]
+    lines += [
+        "",
+        "(ratio > 1: notewarden answers sooner; taken round by round, both servers measured in the same minute)",
+        "",
+        f"- Goal: single-client confirmed delete p50 no slower than {baseline}'s: **{_n(ratio, '{:.2f}×')}**, "
+        f"{_goal(ratio, SEQUENTIAL_DELETE_GOAL, at_least=True)}.",
     ]
     return lines
 
@@ -269,6 +317,7 @@ def render(results: Path) -> list[str]:
     lines: list[str] = []
     for section, render_section in (
         ("comparison", comparison_md),
+        ("sequential", sequential_md),
         ("scale", scale_md),
         ("instances", instances_md),
         ("cost", cost_md),

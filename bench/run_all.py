@@ -10,6 +10,9 @@ draws the plot and rewrites the numbers in docs/performance.md):
 comparison  notewarden vs the MCPServer and FastMCP baselines (bench/baselines/): the same
             data set, the same client, interleaved rounds (each round starts every server
             afresh, in a rotating order), confirmed deletes and plain reads with N workers.
+sequential  one client, one call at a time: notewarden and the MCPServer baseline side by side,
+            both started on the same data set and driven in alternating chunks of calls
+            (latency without queueing); p50/p99 per confirmed delete and per plain read.
 scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k notes, one
             worker (latency, not throughput), on the files store and, with a database URL,
             on the PostgreSQL store (seeded with `notewarden import` of the same files).
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -51,7 +55,7 @@ from typing import Any
 import httpx2
 
 from bench.data import BenchNote, bench_notes, write_workspace
-from bench.load import FlowError, run_flow, tools_of
+from bench.load import FlowError, run_flow, run_interleaved, tools_of
 from bench.servers import (
     BASELINES,
     Running,
@@ -64,6 +68,8 @@ from bench.servers import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVERS = ("notewarden", *BASELINES)
+SEQUENTIAL_SERVERS = ("notewarden", "mcpserver")  # the baseline the sequential goal names
+SECTIONS = ("comparison", "sequential", "scale", "instances", "cost")
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/nw_issue7_bench"
 
 
@@ -79,15 +85,22 @@ class Plan:
     scale_calls: int
     scale_seconds: float
     instance_deletes: int
+    sequential_deletes: int = 300  # per server per round, one call at a time
+    sequential_reads: int = 300
+    sequential_chunk: int = 10  # calls per turn before the other server's turn
     cost_calls: int = 300
     cost_runs: int = 3
     cost_instructions: bool = True  # under valgrind, when it is installed (~1 min per server)
 
 
-QUICK = Plan(1000, 2, 150, 400, 20, 8, (1000, 10_000), 30, 20.0, 150)
+QUICK = Plan(1000, 2, 150, 400, 20, 8, (1000, 10_000), 30, 20.0, 150, sequential_deletes=150)
 FULL = Plan(1000, 5, 400, 1500, 30, 8, (1000, 10_000, 100_000), 100, 60.0, 400)
 # a few calls of everything, no valgrind: checks the harness end to end (tests/bench)
-SMOKE = Plan(20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6, cost_calls=5, cost_runs=1, cost_instructions=False)
+SMOKE = Plan(
+    20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6,
+    sequential_deletes=6, sequential_reads=6, sequential_chunk=3,
+    cost_calls=5, cost_runs=1, cost_instructions=False,
+)  # fmt: skip
 
 
 def machine() -> dict[str, Any]:
@@ -255,29 +268,37 @@ def _median(values: Iterable[float | None]) -> float | None:
     return round(statistics.median(present), 2) if present else None
 
 
+def _value(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
+    """One number of one round's stats (top level or `extra`); None when absent."""
+    stats = r[name][flow]
+    if stats is None:
+        return None
+    found = stats.get(key, stats["extra"].get(key))
+    return None if found is None else float(found)
+
+
+def _round_ratios(
+    rounds: Sequence[dict[str, dict[str, Any]]],
+    top: Callable[[dict[str, Any]], float | None],
+    bottom: Callable[[dict[str, Any]], float | None],
+) -> dict[str, Any]:
+    """top ÷ bottom in each round where both were measured; their median, min and max."""
+    per_round = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
+    return {
+        "median": _median(per_round),
+        "min": round(min(per_round), 2) if per_round else None,
+        "max": round(max(per_round), 2) if per_round else None,
+        "per_round": [round(x, 3) for x in per_round],
+    }
+
+
 def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     """Medians over rounds, and notewarden's ratios to each baseline taken round by round."""
 
-    def value(r: dict[str, dict[str, Any]], name: str, flow: str, key: str) -> float | None:
-        stats = r[name][flow]
-        if stats is None:
-            return None
-        found = stats.get(key, stats["extra"].get(key))
-        return None if found is None else float(found)
-
     def median_of(name: str, flow: str, key: str) -> float | None:
-        return _median(value(r, name, flow, key) for r in rounds)
+        return _median(_value(r, name, flow, key) for r in rounds)
 
-    def ratios(
-        top: Callable[[dict[str, Any]], float | None], bottom: Callable[[dict[str, Any]], float | None]
-    ) -> dict[str, Any]:
-        per_round = [t / b for r in rounds if (t := top(r)) and (b := bottom(r))]
-        return {
-            "median": _median(per_round),
-            "min": round(min(per_round), 2) if per_round else None,
-            "max": round(max(per_round), 2) if per_round else None,
-            "per_round": [round(x, 3) for x in per_round],
-        }
+    ratios = functools.partial(_round_ratios, rounds)
 
     servers: dict[str, Any] = {}
     for name in SERVERS:
@@ -297,15 +318,15 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
             if flow == "delete":
                 keys += ["round1_p50_ms", "round2_p50_ms"]
             entry[flow] = {key: median_of(name, flow, key) for key in keys}
-            entry[flow]["errors"] = int(sum(value(r, name, flow, "errors") or 0 for r in rounds))
+            entry[flow]["errors"] = int(sum(_value(r, name, flow, "errors") or 0 for r in rounds))
         # a confirmed delete in plain reads on the same server: by throughput and by server CPU
         entry["delete_cost_in_reads"] = ratios(
-            lambda r, n=name: value(r, n, "read", "per_second"),
-            lambda r, n=name: value(r, n, "delete", "per_second"),
+            lambda r, n=name: _value(r, n, "read", "per_second"),
+            lambda r, n=name: _value(r, n, "delete", "per_second"),
         )["median"]
         entry["delete_cpu_in_reads"] = ratios(
-            lambda r, n=name: value(r, n, "delete", "server_cpu_ms_per_flow"),
-            lambda r, n=name: value(r, n, "read", "server_cpu_ms_per_flow"),
+            lambda r, n=name: _value(r, n, "delete", "server_cpu_ms_per_flow"),
+            lambda r, n=name: _value(r, n, "read", "server_cpu_ms_per_flow"),
         )["median"]
         servers[name] = entry
     baselines = [b for b in BASELINES if servers[b]["delete"]]
@@ -315,18 +336,115 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
         "faster_baseline": faster,
         "delete_throughput_ratio": {
             b: ratios(
-                lambda r: value(r, "notewarden", "delete", "per_second"),
-                lambda r, b=b: value(r, b, "delete", "per_second"),
+                lambda r: _value(r, "notewarden", "delete", "per_second"),
+                lambda r, b=b: _value(r, b, "delete", "per_second"),
             )
             for b in baselines
         },
         # the same comparison by server CPU per confirmed delete (baseline CPU / notewarden CPU)
         "delete_cpu_ratio": {
             b: ratios(
-                lambda r, b=b: value(r, b, "delete", "server_cpu_ms_per_flow"),
-                lambda r: value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
+                lambda r, b=b: _value(r, b, "delete", "server_cpu_ms_per_flow"),
+                lambda r: _value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
             )
             for b in baselines
+        },
+    }
+
+
+# --- sequential ----------------------------------------------------------------------------------
+
+
+def sequential(
+    plan: Plan, work: Path, *, server_cpus: set[int] | None, baseline_json: bool = True
+) -> dict[str, Any]:
+    """One client, one call at a time, notewarden and MCPServer side by side: every round starts
+    both afresh on a new copy of the data set; they then take turns, `sequential_chunk` calls
+    each (reads first, then confirmed deletes), so both are measured under the same load."""
+    work.mkdir(parents=True, exist_ok=True)
+    total = plan.notes + plan.warmup + plan.sequential_deletes
+    rounds: list[dict[str, dict[str, Any]]] = []
+    for r in range(plan.rounds):
+        order = SEQUENTIAL_SERVERS[r % 2 :] + SEQUENTIAL_SERVERS[: r % 2]
+        running: list[Running] = []
+        try:
+            for name in order:
+                running.append(
+                    start_server(
+                        name, work, 0, total, cpus=server_cpus, tag=f"seq{r}", baseline_json=baseline_json
+                    )
+                )
+            targets = [server.target for server in running]
+            pids = {server.target.name: server.pids for server in running}
+            readable = itertools.cycle(range(max(1, plan.notes)))
+            reads = [BenchNote(next(readable)) for _ in range(plan.sequential_reads)]
+            warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
+            read = asyncio.run(
+                run_interleaved(
+                    targets, "read", reads, warmup=warm, chunk=plan.sequential_chunk, server_pids=pids
+                )
+            )
+            warm = list(bench_notes(plan.notes, plan.warmup))
+            deletes = list(bench_notes(plan.notes + plan.warmup, plan.sequential_deletes))
+            delete = asyncio.run(
+                run_interleaved(
+                    targets, "delete", deletes, warmup=warm, chunk=plan.sequential_chunk, server_pids=pids
+                )
+            )
+        finally:
+            for server in running:
+                server.stop()
+        this_round = {
+            name: {"read": read[name].as_dict(), "delete": delete[name].as_dict()}
+            for name in SEQUENTIAL_SERVERS
+        }
+        rounds.append(this_round)
+        for name in SEQUENTIAL_SERVERS:
+            print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(this_round[name]), flush=True)
+    return {
+        "plan": {
+            "resident_notes": plan.notes,
+            "data_size": f"{total} notes at the start of a round, {plan.notes} at its end",
+            "rounds": plan.rounds,
+            "deletes_per_round": plan.sequential_deletes,
+            "reads_per_round": plan.sequential_reads,
+            "chunk": plan.sequential_chunk,
+            "warmup": plan.warmup,
+            "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
+        },
+        "rounds": rounds,
+        "summary": summarize_sequential(rounds),
+    }
+
+
+def summarize_sequential(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Medians over rounds; the baseline's p50 over notewarden's, round by round (> 1: notewarden
+    answers sooner), and a confirmed delete's p50 in plain reads' p50 on the same server."""
+    keys = ("p50_ms", "p90_ms", "p99_ms", "round1_p50_ms", "round2_p50_ms", "server_cpu_ms_per_flow")
+
+    per_round = functools.partial(_round_ratios, rounds)
+
+    servers: dict[str, Any] = {}
+    for name in SEQUENTIAL_SERVERS:
+        entry: dict[str, Any] = {}
+        for flow in ("delete", "read"):
+            entry[flow] = {key: _median(_value(r, name, flow, key) for r in rounds) for key in keys}
+            entry[flow]["errors"] = int(sum(r[name][flow]["errors"] for r in rounds))
+        entry["delete_p50_in_reads"] = per_round(
+            lambda r, n=name: _value(r, n, "delete", "p50_ms"),
+            lambda r, n=name: _value(r, n, "read", "p50_ms"),
+        )["median"]
+        servers[name] = entry
+    baseline = SEQUENTIAL_SERVERS[1]
+    return {
+        "servers": servers,
+        "baseline": baseline,
+        "p50_ratio": {
+            flow: per_round(
+                lambda r, f=flow: _value(r, baseline, f, "p50_ms"),
+                lambda r, f=flow: _value(r, "notewarden", f, "p50_ms"),
+            )
+            for flow in ("delete", "read")
         },
     }
 
@@ -635,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--quick", action="store_true", help="fewer rounds and calls, sizes 1k and 10k")
     size.add_argument("--full", action="store_true", help="the documented run (default)")
     size.add_argument("--smoke", action="store_true", help="a few calls of everything: checks the harness")
-    parser.add_argument("--only", default="comparison,scale,instances,cost", help="comma-separated sections")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     parser.add_argument("--notes", type=int, help="resident notes in the comparison data set")
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--workers", type=int)
@@ -664,11 +782,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides["sizes"] = tuple(int(s) for s in args.sizes.split(","))
     plan = Plan(**{**plan.__dict__, **overrides})
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = set(sections) - {"comparison", "scale", "instances", "cost"}
+    unknown = set(sections) - set(SECTIONS)
     if unknown:
-        parser.error(
-            f"unknown section(s) {', '.join(sorted(unknown))}; choose from comparison, scale, instances, cost"
-        )
+        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
     command = "python -m bench.run_all " + " ".join(argv if argv is not None else sys.argv[1:])
     client_cpus, server_cpus = ({0}, {1}) if args.pin else (None, None)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="notewarden-bench-"))
@@ -689,6 +805,11 @@ def main(argv: list[str] | None = None) -> int:
                 pin_self(client_cpus, unpinned)
                 data = comparison(
                     plan, work / "comparison", server_cpus=server_cpus, baseline_json=args.baseline_json
+                )
+            elif section == "sequential":
+                pin_self(client_cpus, unpinned)
+                data = sequential(
+                    plan, work / "sequential", server_cpus=server_cpus, baseline_json=args.baseline_json
                 )
             elif section == "scale":
                 pin_self(client_cpus, unpinned)

@@ -124,7 +124,10 @@ def build_server(
     stdio_principal: str | None,
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
+    refresh_config: bool = True,
 ) -> Server[Any]:
+    """`refresh_config=False` when the transport already brings the configuration up to date
+    before each request reaches the server (HTTP: `RefreshConfig`, first of its middleware)."""
     broken = check_own_forms()
     if broken:
         raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
@@ -178,12 +181,14 @@ def build_server(
         bind_principal=resolve_principal,
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
-    server.middleware.insert(0, FreshConfig(services.grants))
+    if refresh_config:
+        server.middleware.insert(0, FreshConfig(services.grants))
     return server
 
 
 class FreshConfig:
-    """Every request starts on the configuration as its file is now (`Grants.refresh`)."""
+    """Every request starts on the configuration as its file is now (`Grants.refresh`); on stdio,
+    where no HTTP middleware ran before."""
 
     def __init__(self, grants: Grants[Config]) -> None:
         self.grants = grants
@@ -229,7 +234,14 @@ def build_http_app(
 ) -> Starlette:
     """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
     tools = list(default_tools(services) if tools is None else tools)
-    server = build_server(services, stdio_principal=None, tools=tools, configure_server=configure_server)
+    # RefreshConfig (below) refreshes before the token table is consulted: once per request is enough
+    server = build_server(
+        services,
+        stdio_principal=None,
+        tools=tools,
+        configure_server=configure_server,
+        refresh_config=False,
+    )
     oauth = services.config.oauth
     manager, json_manager = (
         StreamableHTTPSessionManager(

@@ -37,6 +37,13 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     for baseline in ("mcpserver", "fastmcp"):
         assert comparison["rounds"][0][baseline]["read"]["ok"] == 6
         assert comparison["summary"]["delete_throughput_ratio"][baseline]["median"] > 0
+    sequential = json.loads((results / "perf-sequential.json").read_text())
+    for name in run_all.SEQUENTIAL_SERVERS:  # one client, the servers taking turns on the same notes
+        for flow in ("delete", "read"):
+            stats = sequential["rounds"][0][name][flow]
+            assert (stats["ok"], stats["errors"], stats["workers"]) == (6, 0, 1), stats
+        assert sequential["rounds"][0][name]["delete"]["extra"]["round2_p50_ms"] > 0
+    assert sequential["summary"]["p50_ratio"]["delete"]["median"] > 0
     scale = json.loads((results / "perf-scale.json").read_text())
     assert [p["notes"] for p in scale["points"]] == [30, 60]
     assert all(p["round1"]["ok"] == 3 and p["round1"]["errors"] == 0 for p in scale["points"])
@@ -60,7 +67,7 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     text = docs.read_text()
     assert "old numbers" not in text and "prose stays" in text
     assert "| notewarden |" in text and "| mcpserver |" in text and "| fastmcp |" in text
-    assert "Fixed cost of one confirmed delete" in text
+    assert "Fixed cost of one confirmed delete" in text and "**Sequential**" in text
     assert (results / report.PLOT).stat().st_size > 1000
 
 
