@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
@@ -70,7 +69,7 @@ def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, no
     note = store.notes_by_id(scope, [note_id])[0]
     with ledger.critical_section() as txn:
         return store.move_to_trash(
-            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+            txn, scope, note, principal="alice", confirmation_id="c"
         ).trash_id
 
 
@@ -283,7 +282,7 @@ def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
     note = store.notes_by_id(scope, ["todo.md"])[0]
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
         store.move_to_trash(
-            txn, scope, Candidate(note.id, note.title, note.identity), principal="alice", confirmation_id="c"
+            txn, scope, note, principal="alice", confirmation_id="c"
         )
         raise RuntimeError("the claim's transaction fails after the move")
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"
@@ -305,7 +304,7 @@ def test_a_trash_owned_by_another_ledger_is_not_changed(
             store.move_to_trash(
                 txn,
                 scope,
-                Candidate(note.id, note.title, note.identity),
+                note,
                 principal="alice",
                 confirmation_id="d",
             )

@@ -82,8 +82,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notewarden.confirm.state import Candidate
-from notewarden.faults import pause_point
+from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.notes import links
@@ -491,7 +490,7 @@ class FilesNoteStore:
                         relinked.append(rewritten)
                     pruned += self.history.prune(txn, workspace, planned_note.note_id)
                     if done == len(planned) // 2:
-                        pause_point("move_rewriting")
+                        fault_point("move_rewriting")
                     if progress is not None and len(planned) > 1:
                         progress(done, len(planned), f"rewrote the links of {done} of {len(planned)} notes")
             entry = root.stat_note(note_id)
@@ -505,7 +504,7 @@ class FilesNoteStore:
                 )
             self.history.follow_move(txn, workspace, note_id, new_id)
         if journal is not None:
-            pause_point("move_committed")
+            fault_point("move_committed")
             root.remove_record(MOVE_JOURNAL_NAME)
             for step in journal["notes"]:
                 root.discard_temp(step["id"], step["tmp"])
@@ -752,7 +751,7 @@ class FilesNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,
@@ -771,7 +770,7 @@ class FilesNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,

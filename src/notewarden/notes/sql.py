@@ -67,8 +67,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from notewarden.confirm.state import Candidate
-from notewarden.faults import pause_point
+from notewarden.faults import fault_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.notes import links
 from notewarden.notes.derived import (
@@ -1199,7 +1198,7 @@ class SqlNoteStore:
                 if rewrite.found:
                     relinked.append(Relinked(linking_id, tuple(rewrite.found), saved))
                 if done == len(linking) // 2:
-                    pause_point("move_rewriting")
+                    fault_point("move_rewriting")
                 if progress is not None and len(linking) > 1:
                     progress(done, len(linking), f"rewrote the links of {done} of {len(linking)} notes")
             own = _Relinking(vault, note_id, note_id, new_id) if relink else None
@@ -1236,7 +1235,7 @@ class SqlNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,
