@@ -115,7 +115,9 @@ def open_services(config: Config) -> Services:
     grants = Grants(config)
     grants.open_all()
     if installed_faults():
-        logger.warning("test fault hooks installed at %s: a test harness started this server", installed_faults())
+        logger.warning(
+            "test fault hooks installed at %s: a test harness started this server", installed_faults()
+        )
     ledger = open_ledger(config)
     store = open_store(config, ledger)
     keys = load_or_create_keys(config.state_dir)

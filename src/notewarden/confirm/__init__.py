@@ -89,7 +89,9 @@ def open_sqlite_ledger(
 
     if durability not in ("normal", "full"):
         raise ValueError(f"durability must be 'normal' or 'full', got {durability!r}")
-    return SqliteLedger(Path(path), components=schema, durability="full" if durability == "full" else "normal")
+    return SqliteLedger(
+        Path(path), components=schema, durability="full" if durability == "full" else "normal"
+    )
 
 
 def open_postgres_ledger(dsn: str, *, schema: tuple[SchemaComponent, ...] = ()) -> Ledger:

@@ -57,7 +57,15 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import ConfirmedAction, Done, Refusal, already_used, invalid_state_error, receipt
+from notewarden.confirm.flow import (
+    ConfirmedAction,
+    Done,
+    Refusal,
+    already_used,
+    invalid_state_error,
+    iso8601,
+    receipt,
+)
 from notewarden.confirm.forms import Answer, Outcome, Verdict, VerdictKind
 from notewarden.confirm.state import ConfirmationState, InvalidState
 from notewarden.display import visible
@@ -251,7 +259,7 @@ class PublishTool:
             tool=call.name,
             ledger=self.services.ledger,
             answer=Answer.YES_NO,
-            ttl_seconds=self.ttl,
+            ttl_seconds=self.services.config.confirmation_ttl_seconds,
             done_label="published",
             input_key=CONNECT_INPUT_KEY,
             nothing_done="nothing was published",
@@ -386,6 +394,7 @@ class PublishTool:
             text = "Cancelled: nothing was published."
             if until is None:
                 return Done({**structured, "outcome": "cancelled"}, None, text)
+            until = iso8601(state.issued_at + self.ttl)  # the link's own expiry, not the state's
             text += f" The same link can be completed and answered again until {until}."
             return Done({**structured, "outcome": "cancelled", "retriableUntil": until}, None, text)
 
