@@ -71,6 +71,8 @@ def cancel_action(ledger: Ledger, ttl: float) -> ConfirmedAction:
         ttl_seconds=ttl,
         done_label="cancelled_order",
         nothing_done="no order was cancelled",
+        pick_field="order_id",
+        noun="order",
     )
 
 
@@ -89,6 +91,7 @@ def offer(ledger: Ledger, customer: str) -> Offer | types.CallToolResult:
             f"Cancel an order of {customer}?",
             found,
             pick_title="Order",
+            field="order_id",
             confirm_title="Yes, cancel this order",
         ),
         candidates=found,

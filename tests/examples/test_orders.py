@@ -107,7 +107,7 @@ async def client(
 def pick_order(first: types.InputRequiredResult, order_id: int) -> str:
     form = first.input_requests["confirm"]
     assert isinstance(form, types.ElicitRequest)
-    options = form.params.requested_schema["properties"]["note_id"]["oneOf"]
+    options = form.params.requested_schema["properties"]["order_id"]["oneOf"]
     assert [o["const"] for o in options] == ["1", "2"]  # ada's open orders, bob's not offered
     return str(order_id)
 
@@ -134,7 +134,7 @@ async def answer(
 
 
 def accept(order_id: int = 1, confirm: bool = True) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"note_id": str(order_id), "confirm": confirm})
+    return types.ElicitResult(action="accept", content={"order_id": str(order_id), "confirm": confirm})
 
 
 def outcome(result: types.CallToolResult | types.InputRequiredResult) -> str:
@@ -200,10 +200,10 @@ async def test_missing_content_is_never_consent(shop: Shop, script: str) -> None
         assert isinstance(asked_again, types.InputRequiredResult)
         for empty in (
             types.ElicitResult(action="accept"),
-            types.ElicitResult(action="accept", content={"note_id": "1"}),
+            types.ElicitResult(action="accept", content={"order_id": "1"}),
             types.ElicitResult(action="accept", content={"confirm": True}),
             types.ElicitResult(
-                action="accept", content={"note_id": "3", "confirm": True}
+                action="accept", content={"order_id": "3", "confirm": True}
             ),  # bob's: not offered
         ):
             assert outcome(await answer(session, first, empty)) == "invalid_answer"

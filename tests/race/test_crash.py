@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from notewarden.faults import CONFIRM_POINTS as POINTS
-from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.conftest import HttpServer
 from tests.pg import PgDatabase
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import BACKENDS, Round1, StorageDeployment, deployment
 from tests.race.senders import classify
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from notewarden.scope.fsroot import HISTORY_DIR_NAME, MOVE_JOURNAL_NAME
 from tests.pg import PgDatabase
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import StorageDeployment, deployment
 from tests.race.test_crash import wait_for
 from tests.unit.test_links import rewrite_all

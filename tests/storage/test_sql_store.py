@@ -13,7 +13,7 @@ from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.schema import SchemaComponent
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_SCHEMA, Change
-from notewarden.notes.model import Note, content_version, match_words, matched_name
+from notewarden.notes.model import content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.scope.fsroot import IdentityMismatch, NoteExists, NoteMissing, PathRejected
@@ -138,14 +138,10 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
         store.move_to_trash(txn, scope(workspace), shown, principal="alice", confirmation_id="c1")
     with pytest.raises(PathRejected), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn, scope(workspace, "other"), shown, principal="alice", confirmation_id="c1"
-        )
+        store.move_to_trash(txn, scope(workspace, "other"), shown, principal="alice", confirmation_id="c1")
     (current,) = store.list_notes(scope(workspace))
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(
-            txn, scope(workspace), current, principal="alice", confirmation_id="c2"
-        )
+        trashed = store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c2")
     assert store.list_notes(scope(workspace)) == []
     with ledger.snapshot() as db:
         rows = db.execute(
@@ -153,9 +149,7 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         )
     assert rows == [("keep/n.md", "# N!\n", "c2")]
     with pytest.raises(NoteMissing), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn, scope(workspace), current, principal="alice", confirmation_id="c3"
-        )
+        store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c3")
 
 
 def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, workspace: FileUri) -> None:
@@ -192,9 +186,7 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
 
     (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(
-            txn, everywhere, moved, principal="alice", confirmation_id="c"
-        )
+        trashed = store.move_to_trash(txn, everywhere, moved, principal="alice", confirmation_id="c")
         (listed,) = store.list_trash(txn, everywhere)
         assert listed == trashed
         assert store.list_trash(txn, scope(workspace, "p")) == [], "the trash is scoped by original path too"

@@ -86,7 +86,10 @@ def test_form_is_a_valid_flat_elicitation_with_required_choice_and_confirm() -> 
     schema = request["params"]["requestedSchema"]
     assert schema["required"] == ["note_id", "confirm"]
     assert [o["const"] for o in schema["properties"]["note_id"]["oneOf"]] == [c.id for c in CANDIDATES]
-    assert schema["properties"]["note_id"]["oneOf"][0]["title"] == "TPS report 2019 — reports/tps-2019.md — modified 2017-07-14"
+    assert (
+        schema["properties"]["note_id"]["oneOf"][0]["title"]
+        == "TPS report 2019 — reports/tps-2019.md — modified 2017-07-14"
+    )
     assert schema["properties"]["note_id"]["oneOf"][1]["title"] == "TPS report — reports/tps.md"
     assert schema["properties"]["confirm"] == {
         "type": "boolean",

@@ -68,9 +68,7 @@ def update(
 def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, note_id: str) -> str:
     note = store.notes_by_id(scope, [note_id])[0]
     with ledger.critical_section() as txn:
-        return store.move_to_trash(
-            txn, scope, note, principal="alice", confirmation_id="c"
-        ).trash_id
+        return store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c").trash_id
 
 
 def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, scope: WorkspaceScope) -> None:
@@ -281,9 +279,7 @@ def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
 ) -> None:
     note = store.notes_by_id(scope, ["todo.md"])[0]
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn, scope, note, principal="alice", confirmation_id="c"
-        )
+        store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c")
         raise RuntimeError("the claim's transaction fails after the move")
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"
     [rolled_back] = [json.loads(line) for line in journal(scope)]

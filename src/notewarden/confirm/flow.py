@@ -166,6 +166,13 @@ class ConfirmedAction:
     """How "nothing happened" reads for this tool, in errors and receipts ("nothing was deleted")."""
     phase: str = ""
     """Names the step in the sealed state; default `<tool>/confirm`."""
+    pick_field: str | None = None
+    """The form's pick field, if not `forms.CHOICE_FIELD` / `SET_FIELD` (pass the same to the form)."""
+    noun: str = "item"
+    """What a candidate is called in the problems an invalid answer is told ("order")."""
+
+    def judge(self, answer: Any, candidates: Sequence[Candidate]) -> Verdict:
+        return self.answer.judge(answer, candidates, field=self.pick_field, noun=self.noun)
 
     @property
     def step(self) -> str:
@@ -197,7 +204,7 @@ class ConfirmedAction:
             if request_state is None:
                 return await self._ask(principal, arguments, bound, offer, None)
             state = self.verify(request_state, principal=principal, arguments=arguments, bound=bound)
-            verdict = self.answer.judge((input_responses or {}).get(self.input_key), state.candidates)
+            verdict = self.judge((input_responses or {}).get(self.input_key), state.candidates)
             if verdict.kind is VerdictKind.MISSING:
                 return await self._ask(principal, arguments, bound, offer, state)
             settle = partial(self.settle, state, verdict, principal, effect, unchanged, retriable=True)
@@ -305,7 +312,7 @@ class ConfirmedAction:
             return offered
         state = self._offered(principal, arguments, bound, offered)
         answer = await live(offered.form["params"])
-        verdict = self.answer.judge(answer, state.candidates)
+        verdict = self.judge(answer, state.candidates)
         settle = partial(self.settle, state, verdict, principal, effect, unchanged, retriable=False)
         return await anyio.to_thread.run_sync(settle)
 

@@ -112,11 +112,15 @@ class Answer(enum.Enum):
     PICK_SOME = "pick_some"
     YES_NO = "yes_no"
 
-    def judge(self, answer: Any, candidates: Sequence[Candidate]) -> Verdict:
+    def judge(
+        self, answer: Any, candidates: Sequence[Candidate], *, field: str | None = None, noun: str = "note"
+    ) -> Verdict:
+        """`field`: the form's pick field (default `CHOICE_FIELD` or `SET_FIELD`); `noun` names a
+        candidate in the problems an invalid answer is told."""
         if self is Answer.PICK_ONE:
-            return judge_choice(answer, candidates)
+            return judge_choice(answer, candidates, field=field or CHOICE_FIELD, noun=noun)
         if self is Answer.PICK_SOME:
-            return judge_selection(answer, candidates)
+            return judge_selection(answer, candidates, field=field or SET_FIELD, noun=noun)
         return judge_confirmation(answer)
 
 
@@ -132,15 +136,16 @@ def pick_one_form(
     pick_title: str,
     confirm_title: str,
     description: str = "",
+    field: str = CHOICE_FIELD,
 ) -> dict[str, Any]:
-    """An `elicitation/create` input request: pick one of `candidates` and confirm."""
+    """An `elicitation/create` input request: pick one of `candidates` (under `field`) and confirm."""
     choice: dict[str, Any] = {"type": "string", "title": pick_title}
     if description:
         choice["description"] = description
     choice["oneOf"] = [{"const": c.id, "title": candidate_label(c)} for c in candidates]
     return _form(
         message,
-        {CHOICE_FIELD: choice, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
+        {field: choice, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
     )
 
 
@@ -151,6 +156,7 @@ def pick_some_form(
     pick_title: str,
     confirm_title: str,
     description: str = "",
+    field: str = SET_FIELD,
 ) -> dict[str, Any]:
     """An input request for a set the caller named: every candidate ticked, the user unticks any."""
     chosen: dict[str, Any] = {"type": "array", "title": pick_title}
@@ -163,7 +169,7 @@ def pick_some_form(
     }
     return _form(
         message,
-        {SET_FIELD: chosen, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
+        {field: chosen, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
     )
 
 
@@ -238,44 +244,49 @@ def history_purge_form(where: str, count: int, listing: Sequence[str], more: int
     )
 
 
-def judge_choice(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
+def judge_choice(
+    answer: Any, candidates: Sequence[Candidate], *, field: str = CHOICE_FIELD, noun: str = "note"
+) -> Verdict:
     """Classify the answer found under the form's input key (`None` when absent)."""
-    judged = _content(answer, (CHOICE_FIELD, CONFIRM_FIELD), "note_id (one of the offered notes)")
+    judged = _content(answer, (field, CONFIRM_FIELD), f"{field} (one of the offered {noun}s)")
     if isinstance(judged, Verdict):
         return judged
     content, confirm = judged
-    note_id = content.get(CHOICE_FIELD)
-    chosen = next((c for c in candidates if c.id == note_id), None)
+    picked = content.get(field)
+    chosen = next((c for c in candidates if c.id == picked), None)
     if not confirm:
         return Verdict(VerdictKind.NOT_CONFIRMED, candidate=chosen)
-    if not isinstance(note_id, str):
+    if not isinstance(picked, str):
         return Verdict(
-            VerdictKind.INVALID, problem=f"note_id must be one of the offered note ids, got {note_id!r}"
+            VerdictKind.INVALID, problem=f"{field} must be one of the offered {noun} ids, got {picked!r}"
         )
     if chosen is None:
-        return Verdict(VerdictKind.INVALID, problem=f"note_id {note_id!r} was not among the offered notes")
+        return Verdict(VerdictKind.INVALID, problem=f"{field} {picked!r} was not among the offered {noun}s")
     return Verdict(VerdictKind.CONFIRMED, candidate=chosen, chosen=(chosen,))
 
 
-def judge_selection(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
-    """Classify an answer to `delete_set_form`: the ticked notes must be a non-empty subset."""
-    judged = _content(answer, (SET_FIELD, CONFIRM_FIELD), "note_ids (some of the offered notes)")
+def judge_selection(
+    answer: Any, candidates: Sequence[Candidate], *, field: str = SET_FIELD, noun: str = "note"
+) -> Verdict:
+    """Classify an answer to a pick-some form: the ticked candidates must be a non-empty subset."""
+    judged = _content(answer, (field, CONFIRM_FIELD), f"{field} (some of the offered {noun}s)")
     if isinstance(judged, Verdict):
         return judged
     content, confirm = judged
     if not confirm:
         return Verdict(VerdictKind.NOT_CONFIRMED)
-    ids = content.get(SET_FIELD)
+    ids = content.get(field)
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         return Verdict(
-            VerdictKind.INVALID, problem=f"note_ids must be a non-empty list of offered note ids, got {ids!r}"
+            VerdictKind.INVALID,
+            problem=f"{field} must be a non-empty list of offered {noun} ids, got {ids!r}",
         )
     offered = {c.id: c for c in candidates}
     unknown = [i for i in ids if i not in offered]
     if unknown:
-        return Verdict(VerdictKind.INVALID, problem=f"{unknown[0]!r} was not among the offered notes")
+        return Verdict(VerdictKind.INVALID, problem=f"{unknown[0]!r} was not among the offered {noun}s")
     if len(set(ids)) != len(ids):
-        return Verdict(VerdictKind.INVALID, problem="note_ids names a note twice")
+        return Verdict(VerdictKind.INVALID, problem=f"{field} names a {noun} twice")
     return Verdict(VerdictKind.CONFIRMED, chosen=tuple(c for c in candidates if c.id in set(ids)))
 
 

@@ -34,7 +34,7 @@ import mcp_types as types
 
 from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
 from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
-from notewarden.confirm.state import Candidate, ConfirmationState
+from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
 from notewarden.display import visible
 from notewarden.notes.model import Note, match_words, matched_name
 from notewarden.notes.store import TrashedNote
@@ -154,6 +154,7 @@ class DeleteTool:
             input_key=DELETE_INPUT_KEY,
             nothing_done="nothing was deleted",
             phase=PHASE,
+            noun="note",
         )
         live = call.live
         return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
@@ -193,7 +194,10 @@ class DeleteTool:
 
 
 def workspace_in_state(request_state: str) -> str:
-    return ConfirmationState.decode(request_state, phase=PHASE).bound["workspace"]
+    workspace = ConfirmationState.decode(request_state, phase=PHASE).bound.get("workspace")
+    if workspace is None:
+        raise InvalidState("state names no workspace")
+    return workspace
 
 
 def fingerprint(identity: FileIdentity) -> str:
