@@ -48,7 +48,7 @@ from tests.race.fault_entry import PAUSE_AT_ENV
 from tests.race.senders import SenderPool, accept
 from tests.wire.rawhttp import RawMcp
 
-FAULT_ENTRY = [sys.executable, str(Path(__file__).with_name("fault_entry.py"))]
+FAULT_ENTRY = [sys.executable, str(Path(__file__).with_name("fault_entry.py")), "serve"]
 """`notewarden serve` with a fault point armed (tests/race/fault_entry.py)."""
 BACKENDS = ("files+sqlite", "sqlite", "postgres", "files+postgres")
 STORAGE = {

@@ -146,6 +146,7 @@ that ends the call without asking (nothing to do)."""
 EffectFn = Callable[[Confirmed], Done]
 UnchangedFn = Callable[[str, "str | None"], Done]
 """(outcome label, retriable-until or None) -> the answer when nothing was changed."""
+WithdrawFn = Callable[[LedgerTxn], None]
 AskLive = Callable[[Mapping[str, Any]], Awaitable[Any]]
 """A 2025-11-25 session: send the form's params as `elicitation/create` now, return the answer."""
 
@@ -325,9 +326,12 @@ class ConfirmedAction:
         unchanged: UnchangedFn,
         *,
         retriable: bool,
+        withdraw: WithdrawFn | None = None,
     ) -> types.CallToolResult:
         """Steps 4-5 for a judged answer (blocking: run it in a worker thread). `retriable=False` on
-        a legacy session, where the state dies with the call."""
+        a legacy session, where the state dies with the call. `withdraw` runs in the claim's
+        transaction for a terminal answer that changes nothing (decline, not confirmed): the
+        caller's clean-up of what round 1 set up (`notes_publish` abandons its connect link)."""
         outcome = OUTCOMES[verdict.kind]
         if not outcome.consumes:
             prior = self.ledger.consumed_outcome(state.confirmation_id, principal)
@@ -347,10 +351,13 @@ class ConfirmedAction:
                 if effect is None:
                     raise RuntimeError(f"{self.tool} settled a confirmed answer without an effect")
                 done = effect(Confirmed(txn, state, verdict, principal))
-                fault_point("after_mutation")  # everything written; only COMMIT is left
             else:
+                if withdraw is not None:
+                    withdraw(txn)
                 done = unchanged(label, None)
             txn.record_receipt(state.confirmation_id, receipt(done, label, otherwise=self.nothing_done))
+            if outcome.mutates:
+                fault_point("after_mutation")  # everything written; only COMMIT is left
         fault_point("after_commit")
         return answer(done)
 

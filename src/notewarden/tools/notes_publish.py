@@ -69,7 +69,7 @@ from notewarden.confirm.flow import (
 from notewarden.confirm.forms import Answer, Outcome, Verdict, VerdictKind
 from notewarden.confirm.state import ConfirmationState, InvalidState
 from notewarden.display import visible
-from notewarden.ledger import Claim, LedgerUnavailable
+from notewarden.ledger import Claim, LedgerTxn, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
@@ -388,8 +388,7 @@ class PublishTool:
         structured = {"target": state.bound["target"], "noteId": state.data["note_id"]}
 
         def unchanged(outcome: str, until: str | None) -> Done:
-            if outcome == "declined":  # inside the claim's transaction: the link is abandoned with it
-                self.connections.abandon(state.data["connection_id"], call.principal)
+            if outcome == "declined":
                 return Done({**structured, "outcome": "declined"}, None, "Declined: nothing was published.")
             text = "Cancelled: nothing was published."
             if until is None:
@@ -398,8 +397,18 @@ class PublishTool:
             text += f" The same link can be completed and answered again until {until}."
             return Done({**structured, "outcome": "cancelled", "retriableUntil": until}, None, text)
 
+        def abandon(txn: LedgerTxn) -> None:  # with the decline's claim, in its transaction
+            self.connections.abandon(state.data["connection_id"], call.principal)
+
         settle = partial(
-            action.settle, state, _SETTLED[verdict], call.principal, None, unchanged, retriable=retriable
+            action.settle,
+            state,
+            _SETTLED[verdict],
+            call.principal,
+            None,
+            unchanged,
+            retriable=retriable,
+            withdraw=abandon,
         )
         return await anyio.to_thread.run_sync(settle)
 
