@@ -29,8 +29,7 @@ from notewarden.notes.ownership import (
     sharing_refusal,
 )
 from notewarden.notes.store import NoteStore
-from notewarden.publish.connections import Connections
-from notewarden.publish.ledger_connections import ConnectionStore, LedgerConnections
+from notewarden.publish.connections import Connections, import_legacy_file
 from notewarden.scope.fsroot import FsError, WorkspaceRoot
 from notewarden.scope.grants import Grants
 from notewarden.scope.uri import FileUri
@@ -61,7 +60,7 @@ class Services:
     ledger: Ledger
     store: NoteStore
     sealing_keys: list[bytes]
-    connections: ConnectionStore | None = None  # notes_publish: pending URL-mode steps, sealed credentials
+    connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
     trash: dict[str, WorkspaceTrash] = field(default_factory=dict)
     """Per workspace folder (files store only): the rule of `notes.ownership` decided at start-up."""
     shared_ledgers: list[Ledger] = field(default_factory=list)
@@ -128,12 +127,9 @@ def open_services(config: Config) -> Services:
         ledger=ledger,
         store=store,
         sealing_keys=keys.keys,
-        connections=(
-            LedgerConnections(ledger, keys.keys)  # shared by every instance (docs/deployment.md)
-            if config.storage.ledger == "postgres"
-            else Connections(config.state_dir / "publish.sqlite3", keys.keys)
-        ),
+        connections=Connections(ledger, keys.keys),  # seen by every instance (docs/deployment.md)
     )
+    import_legacy_file(ledger, config.state_dir / "publish.sqlite3")
     if isinstance(store, FilesNoteStore):
         store.ledger_for = services.trash_ledger
     if config.storage.workspaces_are_directories:

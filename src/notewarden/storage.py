@@ -7,8 +7,8 @@
 | `postgres`        | `postgres`           | `notes` rows in PostgreSQL           | a `notes_trash` row         |
 
 Every store also keeps its notes' version history in the `note_history` table (`notes.history`).
-With the PostgreSQL ledger, notes_publish's pending links and sealed credentials live there too
-(`publish.ledger_connections`), so every instance sees a link completed on another.
+notes_publish's pending links and sealed credentials live in the ledger's database too
+(`publish.connections`), so every instance sees a link completed on another.
 
 Schema changes: the SQLite file is created and upgraded by whichever process opens it
 (the embedded default works with one command); PostgreSQL only by `notewarden db upgrade`,
@@ -32,7 +32,7 @@ from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
-from notewarden.publish.ledger_connections import PUBLISH_SCHEMA
+from notewarden.publish.connections import PUBLISH_SCHEMA
 
 if TYPE_CHECKING:
     from notewarden.ledger.postgres import PostgresLedger
@@ -60,8 +60,7 @@ def sqlite_path(config: Config) -> Path:
 
 def schema_components(config: Config) -> list[SchemaComponent]:
     """What the configured database holds besides the ledger."""
-    settings = config.storage
-    return [*STORE_SCHEMAS[settings.notes], *([PUBLISH_SCHEMA] if settings.ledger == "postgres" else [])]
+    return [*STORE_SCHEMAS[config.storage.notes], PUBLISH_SCHEMA]
 
 
 def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:

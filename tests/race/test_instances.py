@@ -110,7 +110,7 @@ def test_an_instance_with_a_locally_created_key_is_named_and_warned_about(
 
 
 def test_a_publish_link_completed_on_one_instance_is_seen_by_another(tmp_path: Path, pg: PgDatabase) -> None:
-    """notes_publish's pending links and credentials live in PostgreSQL (publish.ledger_connections)."""
+    """notes_publish's pending links and credentials live in PostgreSQL (publish.connections)."""
     target = RecordingTarget().start()
     try:
         with deployment(tmp_path, "postgres", pg.name) as d:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from notewarden.ledger import Claim
 from notewarden.ledger.sqlite import SqliteLedger
-from notewarden.publish.connections import Connections
 
 THREADS = 8
 CLAIMS_PER_THREAD = 25
@@ -75,7 +74,6 @@ def test_a_replayed_claim_loses_under_concurrency(tmp_path: Path) -> None:
 def test_generations_of_threads_share_a_bounded_pool(tmp_path: Path) -> None:
     """Threads come and go (anyio retires idle ones): the connections do not multiply with them."""
     ledger = SqliteLedger(tmp_path / "ledger.sqlite3", pool_size=3)
-    connections = Connections(tmp_path / "publish.sqlite3", [b"k" * 32], pool_size=2)
     try:
         for generation in range(5):
             start = threading.Barrier(THREADS)
@@ -88,7 +86,6 @@ def test_generations_of_threads_share_a_bounded_pool(tmp_path: Path) -> None:
                     )
                 with ledger.snapshot() as db:
                     db.execute("SELECT count(*) FROM confirmations")
-                connections.credential("alice", f"target-{worker}")
 
             threads = [threading.Thread(target=use, args=(w,)) for w in range(THREADS)]
             for t in threads:
@@ -96,7 +93,6 @@ def test_generations_of_threads_share_a_bounded_pool(tmp_path: Path) -> None:
             for t in threads:
                 t.join()
         assert ledger.stats().rows == 5 * THREADS
-        assert ledger.pool.opened <= 3 and connections.pool.opened <= 2
+        assert ledger.pool.opened <= 3
     finally:
         ledger.close()
-        connections.close()

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from notewarden.config import ConfigError, parse_config
+from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.publish.config import parse_publish
-from notewarden.publish.connections import Completion, Connections, ConnectionStatus
+from notewarden.publish.connections import (
+    PUBLISH_SCHEMA,
+    Completion,
+    Connections,
+    ConnectionStatus,
+    import_legacy_file,
+)
 from notewarden.publish.vault import credential_binding, credential_sealer
 from notewarden.tools.notes_publish import ConnectVerdict, judge_connect
 
@@ -53,8 +62,15 @@ def test_sealed_credentials_open_only_for_their_binding_and_survive_rotation() -
     assert credential_sealer([KEY_B]).open(sealed, credential_binding("alice", "blog")) is None
 
 
-def test_a_connection_completes_once_for_its_owner(tmp_path: Path) -> None:
-    store = Connections(tmp_path / "publish.sqlite3", [KEY_A])
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
+    ledger = SqliteLedger(tmp_path / "notewarden.sqlite3", components=[PUBLISH_SCHEMA])
+    yield ledger
+    ledger.close()
+
+
+def test_a_connection_completes_once_for_its_owner(tmp_path: Path, ledger: SqliteLedger) -> None:
+    store = Connections(ledger, [KEY_A])
     pending = store.start("alice", "blog", ttl=60)
     assert store.complete(pending.connection_id, "bob", "x") is Completion.NOT_FOUND
     assert store.complete(pending.connection_id, "alice", "first") is Completion.COMPLETED
@@ -62,7 +78,7 @@ def test_a_connection_completes_once_for_its_owner(tmp_path: Path) -> None:
     assert store.credential("alice", "blog") == "first"
     assert store.credential("bob", "blog") is None
     raw = (
-        sqlite3.connect(tmp_path / "publish.sqlite3")
+        sqlite3.connect(tmp_path / "notewarden.sqlite3")
         .execute("SELECT sealed FROM publish_credentials")
         .fetchone()
     )
@@ -73,8 +89,8 @@ def test_a_connection_completes_once_for_its_owner(tmp_path: Path) -> None:
     store.close()
 
 
-def test_accept_is_judged_against_the_record(tmp_path: Path) -> None:
-    store = Connections(tmp_path / "publish.sqlite3", [KEY_A])
+def test_accept_is_judged_against_the_record(ledger: SqliteLedger) -> None:
+    store = Connections(ledger, [KEY_A])
     pending = store.start("alice", "blog", ttl=60)
     assert judge_connect({"action": "accept"}, store.get(pending.connection_id)) is ConnectVerdict.WAITING
     store.complete(pending.connection_id, "alice", "k")
@@ -90,3 +106,24 @@ def test_accept_is_judged_against_the_record(tmp_path: Path) -> None:
     assert judge_connect({"action": "decline"}, None) is ConnectVerdict.DECLINED
     assert judge_connect({"action": "maybe"}, record) is ConnectVerdict.INVALID
     store.close()
+
+
+def test_an_earlier_versions_file_is_moved_into_the_ledger_once(tmp_path: Path, ledger: SqliteLedger) -> None:
+    """Rule 6: the record of `publish.sqlite3` (the only file before) is copied, then the file renamed."""
+    legacy = tmp_path / "publish.sqlite3"
+    with closing(sqlite3.connect(legacy, isolation_level=None)) as old:
+        old.executescript("".join(PUBLISH_SCHEMA.sqlite))
+        sealed = credential_sealer([KEY_A]).seal(b"kept", credential_binding("alice", "blog"))
+        old.execute("INSERT INTO publish_credentials VALUES ('alice', 'blog', ?, 'c1', 1.0)", (sealed,))
+        old.execute(
+            "INSERT INTO publish_connections VALUES ('c1', 'alice', 'blog', 1.0, 9e9, 'done', 2.0, 'n.md', 'N', "
+            "'notes_publish', 'cli')"
+        )
+    store = Connections(ledger, [KEY_A])
+    assert store.credential("alice", "blog") is None
+    assert import_legacy_file(ledger, legacy) == 2
+    assert store.credential("alice", "blog") == "kept"
+    record = store.get("c1")
+    assert record is not None and record.status is ConnectionStatus.DONE and record.asked_by.note_title == "N"
+    assert not legacy.exists() and (tmp_path / "publish.sqlite3.imported").exists()
+    assert import_legacy_file(ledger, legacy) == 0, "once"

@@ -23,7 +23,8 @@ import anyio
 import httpx2
 import pytest
 
-from notewarden.publish.connections import Completion, Connections
+from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.publish.connections import PUBLISH_SCHEMA, Completion, Connections
 from notewarden.sealing import load_or_create_keys
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.publishing import RecordingTarget, add_publish_config
@@ -140,15 +141,14 @@ def test_a_stalled_publish_target_holds_no_lock(
     args = {"workspaceUri": deployment.notes_uri, "noteId": "todo.md", "target": "blog"}
     first = alice.call("notes_publish", args, capabilities=URL_MODE).result
     link = first["inputRequests"]["publish_connect"]["params"]["url"]
-    connections = Connections(
-        deployment.state / "publish.sqlite3", load_or_create_keys(deployment.state).keys
-    )
+    ledger = SqliteLedger(deployment.state / "notewarden.sqlite3", components=[PUBLISH_SCHEMA])
+    connections = Connections(ledger, load_or_create_keys(deployment.state).keys)
     try:  # what the connect page does when the person submits the credential (tests/wire/test_publish.py)
         assert (
             connections.complete(link.rsplit("/", 1)[1], "alice", "blog-credential") is Completion.COMPLETED
         )
     finally:
-        connections.close()
+        ledger.close()
     accepted: dict[str, Any] = {
         "capabilities": URL_MODE,
         "inputResponses": {"publish_connect": {"action": "accept"}},

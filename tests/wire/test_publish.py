@@ -133,7 +133,7 @@ async def test_sdk_client_and_chromium_publish_a_note(
 
     log = (deployment.root / "server.log").read_text()
     assert CREDENTIAL not in log and ALICE_TOKEN not in log
-    rows = sqlite3.connect(deployment.state / "publish.sqlite3").execute(
+    rows = sqlite3.connect(deployment.state / "notewarden.sqlite3").execute(
         "SELECT sealed FROM publish_credentials"
     )
     assert all(CREDENTIAL.encode() not in bytes(r[0]) for r in rows), "stored in the clear"

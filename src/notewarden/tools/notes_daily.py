@@ -15,7 +15,6 @@ import dataclasses
 import datetime
 
 import anyio.to_thread
-import mcp_types as types
 
 from notewarden.notes.daily import DailyNotes, render_template
 from notewarden.notes.model import note_stem
@@ -24,7 +23,7 @@ from notewarden.scope.fsroot import FsError, NoteExists, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, declare
 from notewarden.tools.results import WORKSPACE_URI, complete, note_object
 
 __all__ = ["notes_daily"]
@@ -95,13 +94,13 @@ class DailyTool:
 def notes_daily(services: Services) -> ToolDef:
     title = "Daily note"
     return ToolDef(
-        tool=types.Tool(
-            name="notes_daily",
-            title=title,
-            description="Open a day's note (default today), creating it first from the workspace's daily-note "
+        tool=declare(
+            "notes_daily",
+            title,
+            "Open a day's note (default today), creating it first from the workspace's daily-note "
             "folder, file-name format and template when it does not exist. Returns its text and version "
             "(for notes_update); created says whether it was made now. Never replaces a file.",
-            input_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
@@ -115,7 +114,7 @@ def notes_daily(services: Services) -> ToolDef:
                 "required": ["workspaceUri"],
                 "additionalProperties": False,
             },
-            output_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": {"type": "string"},
@@ -126,13 +125,9 @@ def notes_daily(services: Services) -> ToolDef:
                 },
                 "required": ["workspaceUri", "date", "created", "note", "body"],
             },
-            annotations=types.ToolAnnotations(
-                title=title,
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
         ),
         handler=DailyTool(services),
     )

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
-import mcp_types as types
 
 from notewarden.display import visible
 from notewarden.notes.editing import Edit, EditError, apply_edits, edit_summary, parse_edits
@@ -41,7 +40,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_knowledge import similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, declare, object_schema
 from notewarden.tools.results import (
     NOTE_ID,
     NOTE_OBJECT,
@@ -98,10 +97,6 @@ RECEIPT: dict[str, Any] = {
         "description": "Where the content before this write was saved: notes_revert with it undoes the write.",
     },
 }
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def _output(**properties: Any) -> dict[str, Any]:
@@ -317,28 +312,15 @@ class EditTools:
         )
 
 
-def _tool(
-    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any], **hints: bool
-) -> types.Tool:
-    return types.Tool(
-        name=name,
-        title=title,
-        description=description,
-        input_schema=inputs,
-        output_schema=outputs,
-        annotations=types.ToolAnnotations(title=title, open_world_hint=False, **hints),
-    )
-
-
 def notes_create(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_tool(
+        tool=declare(
             "notes_create",
             "Create a note",
             "Create a new markdown note at path (relative to the workspace; missing folders are made) "
             "with title as its heading above body. Never replaces an existing file. The result lists "
             "existing notes with the same or a nearly identical title, if any (similar).",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "path": {**NOTE_ID, "description": "Where to create it, ending in .md or .markdown."},
@@ -374,13 +356,13 @@ def notes_create(services: Services) -> ToolDef:
 
 def notes_update(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_tool(
+        tool=declare(
             "notes_update",
             "Update a note",
             "Replace a note's whole text with body, only if it is still at expectedVersion (from notes_read). "
             "If someone changed it since, nothing is written and the error carries currentVersion: read it "
             "again, merge, retry.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
@@ -430,7 +412,7 @@ REWRITTEN_NOTE: dict[str, Any] = {
 
 def notes_move(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_tool(
+        tool=declare(
             "notes_move",
             "Move a note",
             "Rename or move a note to newPath inside the same workspace (missing folders are made). "
@@ -439,7 +421,7 @@ def notes_move(services: Services) -> ToolDef:
             "all or none; each rewritten note's previous content is kept (previousVersionId: notes_revert "
             "undoes it). dryRun: true lists the notes and links it would rewrite and changes nothing; "
             "updateLinks: false moves the note alone.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
@@ -514,7 +496,7 @@ EDIT_ITEM: dict[str, Any] = {
 
 def notes_edit(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_tool(
+        tool=declare(
             "notes_edit",
             "Edit a note",
             "Apply small edits to a note, all or none, each anchored on its content: append / prepend "
@@ -527,7 +509,7 @@ def notes_edit(services: Services) -> ToolDef:
             "note is still at that version. Returns a receipt: versions and sizes before and after, changed "
             "lines, a diff, and previousVersionId (notes_revert undoes the edit). dryRun: true previews "
             "and writes nothing.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,

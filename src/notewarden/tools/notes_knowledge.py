@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio.to_thread
-import mcp_types as types
 
 from notewarden.display import visible
 from notewarden.notes.markdown import tag_key
@@ -35,7 +34,15 @@ from notewarden.notes.store import LinkView
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_search import instant_ns
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import (
+    READ_ONLY,
+    ToolCall,
+    ToolDef,
+    ToolFailure,
+    ToolResult,
+    declare,
+    object_schema,
+)
 from notewarden.tools.results import (
     NOTE_ID,
     NOTE_OBJECT,
@@ -55,29 +62,6 @@ RECENT_DEFAULT, RECENT_MAX = 20, 100
 
 def _limit(default: int, maximum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def _read_only(
-    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any]
-) -> types.Tool:
-    return types.Tool(
-        name=name,
-        title=title,
-        description=description,
-        input_schema=inputs,
-        output_schema=outputs,
-        annotations=types.ToolAnnotations(
-            title=title,
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
 
 
 def _tag_cursor(tag: str, print_: str) -> str:
@@ -257,13 +241,13 @@ def _link(scope: WorkspaceScope, link: LinkView) -> dict[str, Any]:
 
 def notes_tags(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_read_only(
+        tool=declare(
             "notes_tags",
             "List tags",
             "The tags of a workspace (or of a folder inside it), from front matter and #inline tags, nested "
             "ones as written (area/sub), each with how many notes carry it; prefix narrows. Pass nextCursor "
             "back as cursor for more. Filter notes by tag with notes_search's tags. Read-only.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "prefix": {
@@ -295,6 +279,7 @@ def notes_tags(services: Services) -> ToolDef:
                 },
                 "required": ["workspaceUri", "tags"],
             },
+            **READ_ONLY,
         ),
         handler=KnowledgeTools(services).tags,
     )
@@ -302,13 +287,13 @@ def notes_tags(services: Services) -> ToolDef:
 
 def notes_links(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_read_only(
+        tool=declare(
             "notes_links",
             "Links of a note",
             "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
             "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
             "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links. Read-only.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
@@ -353,6 +338,7 @@ def notes_links(services: Services) -> ToolDef:
                     "backlinksTruncated",
                 ],
             },
+            **READ_ONLY,
         ),
         handler=KnowledgeTools(services).links,
     )
@@ -360,13 +346,13 @@ def notes_links(services: Services) -> ToolDef:
 
 def notes_recent(services: Services) -> ToolDef:
     return ToolDef(
-        tool=_read_only(
+        tool=declare(
             "notes_recent",
             "Recent changes",
             "What changed in a workspace (or a folder inside it): notes created, modified, moved (with the "
             "id they had) and deleted, newest first, each with when; since narrows to changes after an "
             "instant. Read-only.",
-            _schema(
+            object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "since": {
@@ -387,6 +373,7 @@ def notes_recent(services: Services) -> ToolDef:
                 },
                 "required": ["workspaceUri", "changes"],
             },
+            **READ_ONLY,
         ),
         handler=KnowledgeTools(services).recent,
     )

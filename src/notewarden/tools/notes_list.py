@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-import mcp_types as types
 
 from notewarden.services import Services
-from notewarden.tools.registry import ToolCall, ToolDef, ToolResult
+from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolResult, declare
 from notewarden.tools.results import complete, iso8601
 
 __all__ = ["notes_list"]
@@ -86,21 +85,15 @@ class ListTool:
 
 def notes_list(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_list",
-            title="List notes",
-            description="List the notes of a workspace (or of a folder inside it): id, title, size and "
+        tool=declare(
+            "notes_list",
+            "List notes",
+            "List the notes of a workspace (or of a folder inside it): id, title, size and "
             "last modification time, and what was skipped on purpose (symlinks, other filesystems) with why. "
             "Read-only.",
-            input_schema=INPUT_SCHEMA,
-            output_schema=OUTPUT_SCHEMA,
-            annotations=types.ToolAnnotations(
-                title="List notes",
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            INPUT_SCHEMA,
+            OUTPUT_SCHEMA,
+            **READ_ONLY,
         ),
         handler=ListTool(services),
     )

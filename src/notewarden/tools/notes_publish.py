@@ -73,8 +73,7 @@ from notewarden.ledger import Claim, LedgerTxn, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import AskedBy, ConnectionStatus, PendingConnection
-from notewarden.publish.ledger_connections import ConnectionStore
+from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.fsroot import split_relative
 from notewarden.scope.grants import WorkspaceScope
@@ -209,7 +208,7 @@ class PublishTool:
         self.services = services
 
     @property
-    def connections(self) -> ConnectionStore:
+    def connections(self) -> Connections:
         if self.services.connections is None:
             raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
         return self.services.connections
@@ -398,7 +397,7 @@ class PublishTool:
             return Done({**structured, "outcome": "cancelled", "retriableUntil": until}, None, text)
 
         def abandon(txn: LedgerTxn) -> None:  # with the decline's claim, in its transaction
-            self.connections.abandon(state.data["connection_id"], call.principal)
+            self.connections.abandon(state.data["connection_id"], call.principal, txn)
 
         settle = partial(
             action.settle,

@@ -36,7 +36,15 @@ from notewarden.notes.markdown import headings, split_front_matter
 from notewarden.notes.model import content_version
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, known_failure
+from notewarden.tools.registry import (
+    READ_ONLY,
+    ToolCall,
+    ToolDef,
+    ToolFailure,
+    ToolResult,
+    declare,
+    known_failure,
+)
 from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, iso8601, note_object
 
 __all__ = [
@@ -251,20 +259,8 @@ class ReadTools:
 def _tool(
     name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any]
 ) -> types.Tool:
-    return types.Tool(
-        name=name,
-        title=title,
-        description=description,
-        input_schema={"type": "object", "additionalProperties": False, **inputs},
-        output_schema={"type": "object", **outputs},
-        annotations=types.ToolAnnotations(
-            title=title,
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
+    closed = {"type": "object", "additionalProperties": False, **inputs}
+    return declare(name, title, description, closed, {"type": "object", **outputs}, **READ_ONLY)
 
 
 MAX_CHARS_ARGUMENT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_CHARS}

@@ -29,14 +29,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
-import mcp_types as types
 
 from notewarden.notes.model import search_terms
 from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, SearchHit, SearchMatch
 from notewarden.scope.fsroot import PathRejected, split_relative
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolFailure, ToolResult, declare
 from notewarden.tools.results import NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink
 
 __all__ = ["notes_search"]
@@ -279,22 +278,16 @@ class SearchTool:
 
 def notes_search(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_search",
-            title="Search notes",
-            description="Search a workspace (or a folder inside it) by words or a question, in titles, paths and "
+        tool=declare(
+            "notes_search",
+            "Search notes",
+            "Search a workspace (or a folder inside it) by words or a question, in titles, paths and "
             "bodies, and/or filter by tags, front-matter properties, modification time and folder. Best matches "
             "first, with a snippet each; mode says whether every hit has every word. Pass nextCursor back as "
             "cursor for more. Read-only.",
-            input_schema=INPUT_SCHEMA,
-            output_schema=OUTPUT_SCHEMA,
-            annotations=types.ToolAnnotations(
-                title="Search notes",
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            INPUT_SCHEMA,
+            OUTPUT_SCHEMA,
+            **READ_ONLY,
         ),
         handler=SearchTool(services),
     )

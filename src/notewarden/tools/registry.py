@@ -42,13 +42,16 @@ from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, Scope
 
 __all__ = [
     "ERROR_CODES",
+    "READ_ONLY",
     "LiveElicitation",
     "MissingCapability",
     "ToolCall",
     "ToolDef",
     "ToolFailure",
     "ToolRegistry",
+    "declare",
     "known_failure",
+    "object_schema",
     "tool_error",
 ]
 
@@ -195,6 +198,30 @@ def _described(value: Any) -> str:
     if isinstance(value, dict):
         return f"an object of {len(value)} members"
     return f"a {type(value).__name__}"
+
+
+READ_ONLY: Mapping[str, bool] = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True}
+"""The hints of a tool that only reads (`docs/notes-toolset.md` says why each tool's hints are what they are)."""
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A closed object: the named properties, no others."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def declare(
+    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any], **hints: bool
+) -> types.Tool:
+    """A tool as `tools/list` shows it. Every notes tool acts on its workspace only: `open_world_hint`
+    is false unless a tool says otherwise (`notes_publish` sends to a configured target)."""
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=inputs,
+        output_schema=outputs,
+        annotations=types.ToolAnnotations(title=title, **{"open_world_hint": False, **hints}),
+    )
 
 
 @dataclass(frozen=True, slots=True)

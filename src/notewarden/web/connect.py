@@ -53,8 +53,7 @@ from starlette.routing import Route
 from notewarden.config import OAuthSettings
 from notewarden.display import visible
 from notewarden.publish.config import PublishTarget
-from notewarden.publish.connections import Completion, ConnectionStatus, PendingConnection
-from notewarden.publish.ledger_connections import ConnectionStore
+from notewarden.publish.connections import Completion, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.vault import Sealer, page_sealer
 from notewarden.services import Services
 from notewarden.web.signin import AuthorizationServer, SignInFailed
@@ -145,7 +144,7 @@ def in_words(seconds: float) -> str:
 class ConnectPages:
     def __init__(
         self,
-        connections: ConnectionStore,
+        connections: Connections,
         keys: Sequence[bytes],
         verify_token: TokenVerifier,
         targets: Callable[[], Mapping[str, PublishTarget]],
