@@ -9,9 +9,12 @@ principal, and types the credential there (`web.connect`). The handler reads as:
     2 find        read the note inside the authorized scope
     3 credential  already stored for (principal, target)? publish now, one round
     4 ask         input_required: URL elicitation to /connect/<id>, sealed state
-    5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase/target
+    5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase,
+                  principal, arguments, workspace and target      (`confirm.flow`)
     6 judge       the answer *and the server's own record* -> `CONNECT_OUTCOMES`
-    7 commit      claim the confirmation (pending), send the note, record: see below
+    7 commit      decline, cancel, invalid: settled on the confirmation path (`confirm.flow`:
+                  claim, receipt, one "already used"); connected: claim the confirmation
+                  (pending), send the note, record: see below
 
 `accept` only means the user agreed to open the URL: the record decides. Still pending
 -> asked again (same link); done -> published; expired or abandoned -> an error that
