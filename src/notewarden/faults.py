@@ -1,68 +1,55 @@
-"""Test-only fault injection: hold a write path at a named point so a test can SIGKILL it there.
+"""Fault points: named places in the write paths where a test may hold a request.
 
-Inert unless the environment says otherwise; no configuration file or client can arm it.
-Tests start a server with
+Rule 1: production code only *calls* `fault_point(name)`; nothing here reads the environment, a
+file or a client's words, so no deployment and no request can arm a point. The registry is empty
+unless code running in the same process calls `install` before serving, which only the tests'
+own entry module does (`tests/race/fault_entry.py`: it reads its test-only variables, installs a
+pause hook, then starts `notewarden` as usual).
 
-    NOTEWARDEN_TEST_PAUSE_AT=after_claim|after_mutation|after_commit|move_rewriting|move_committed
-    NOTEWARDEN_TEST_PAUSE_FILE=/some/path      # writable under the sandbox: e.g. inside state_dir
+Rule 2: a point without a hook costs one dictionary lookup; a hook runs on the thread that reached
+the point, inside whatever transaction is open there, so it may block (hold the ledger's lock) to
+let a test SIGKILL the process at exactly that point.
 
-and the first request that reaches that point (only the first: later ones pass) creates
-the file (containing the pid) and waits while the file exists: the test then kills the process (the crash proofs) or removes
-the file to let it go on (the database-outage proofs). The points are, in `notes_delete`:
+The points, in the confirmation path (`confirm.flow`, every confirmed tool):
 
     after_claim     the confirmation is claimed, nothing else happened (transaction open)
-    after_mutation  the note is in the trash (file renamed or row moved), not committed
+    after_mutation  the effect is written (a note in the trash, a row moved), not committed
     after_commit    committed, the response not yet sent
 
-and in `notes_move` with link rewriting:
+and in `notes_move` with link rewriting (the notes stores):
 
-    move_rewriting  half of the linking notes rewritten, the note not moved, nothing committed (every store)
+    move_rewriting  half of the linking notes rewritten, the note not moved, nothing committed
     move_committed  committed, the move's journal not yet removed
-
-Never set these variables in a deployment: a paused request holds the ledger's lock.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import time
-from pathlib import Path
+from collections.abc import Callable
 
-__all__ = ["MOVE_POINTS", "PAUSE_AT_ENV", "PAUSE_FILE_ENV", "POINTS", "armed_point", "pause_point"]
+__all__ = ["CONFIRM_POINTS", "MOVE_POINTS", "POINTS", "fault_point", "install", "installed"]
 
-logger = logging.getLogger(__name__)
-
-PAUSE_AT_ENV = "NOTEWARDEN_TEST_PAUSE_AT"
-PAUSE_FILE_ENV = "NOTEWARDEN_TEST_PAUSE_FILE"
-POINTS = ("after_claim", "after_mutation", "after_commit")
+CONFIRM_POINTS = ("after_claim", "after_mutation", "after_commit")
 MOVE_POINTS = ("move_rewriting", "move_committed")
+POINTS = CONFIRM_POINTS + MOVE_POINTS
+
+FaultHook = Callable[[str], None]
+_hooks: dict[str, FaultHook] = {}
 
 
-def armed_point() -> str | None:
-    """The point tests armed, or `None`; an unknown name or a missing file path is an error."""
-    point = os.environ.get(PAUSE_AT_ENV)
-    if not point:
-        return None
-    if point not in POINTS + MOVE_POINTS:
-        raise ValueError(
-            f"{PAUSE_AT_ENV}={point!r} is not a pause point; use one of {', '.join(POINTS + MOVE_POINTS)}"
-        )
-    if not os.environ.get(PAUSE_FILE_ENV):
-        raise ValueError(f"{PAUSE_AT_ENV} is set without {PAUSE_FILE_ENV}")
-    return point
+def fault_point(name: str) -> None:
+    """Run the hook installed at `name`, if any (never one in production)."""
+    hook = _hooks.get(name)
+    if hook is not None:
+        hook(name)
 
 
-_paused: set[str] = set()
+def install(name: str, hook: FaultHook) -> None:
+    """Test-only: run `hook` whenever `name` is reached; an unknown name is an error."""
+    if name not in POINTS:
+        raise ValueError(f"{name!r} is not a fault point; use one of {', '.join(POINTS)}")
+    _hooks[name] = hook
 
 
-def pause_point(name: str) -> None:
-    if os.environ.get(PAUSE_AT_ENV) != name or name in _paused:
-        return
-    _paused.add(name)
-    signal = Path(os.environ[PAUSE_FILE_ENV])
-    logger.warning("test fault hook: pausing", extra={"point": name})
-    signal.write_text(str(os.getpid()))
-    while signal.exists():
-        time.sleep(0.01)
-    logger.warning("test fault hook: resumed", extra={"point": name})
+def installed() -> tuple[str, ...]:
+    """The points with a hook (none in production), for the start-up warning."""
+    return tuple(_hooks)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from notewarden.config import Config, load_config
-from notewarden.faults import armed_point
+from notewarden.faults import installed as installed_faults
 from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
@@ -115,8 +115,10 @@ def open_services(config: Config) -> Services:
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     grants = Grants(config, reload=load_config)
     grants.open_all()
-    if armed_point():
-        logger.warning("test fault hook armed: this server pauses deletes (never set it in a deployment)")
+    if installed_faults():
+        logger.warning(
+            "test fault hooks installed at %s: a test harness started this server", installed_faults()
+        )
     ledger = open_ledger(config)
     store = open_store(config, ledger)
     keys = load_or_create_keys(config.state_dir)

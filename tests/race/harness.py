@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import sqlite3
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -43,9 +44,12 @@ from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
 from tests.conftest import HttpServer, sha256, start_http_server
 from tests.pg import PG_PORT, database_url
+from tests.race.fault_entry import PAUSE_AT_ENV
 from tests.race.senders import SenderPool, accept
 from tests.wire.rawhttp import RawMcp
 
+FAULT_ENTRY = [sys.executable, str(Path(__file__).with_name("fault_entry.py")), "serve"]
+"""`notewarden serve` with a fault point armed (tests/race/fault_entry.py)."""
 BACKENDS = ("files+sqlite", "sqlite", "postgres", "files+postgres")
 STORAGE = {
     "files+sqlite": ("files", "sqlite"),
@@ -138,7 +142,10 @@ class StorageDeployment:
     def start(self, instance: str = "a", **env: str) -> HttpServer:
         self.write_configs(instances=(instance,))
         log = self.root / f"server-{instance}.log"
-        server = start_http_server(self.config_path(instance), log, env=self.env(**env))
+        armed = PAUSE_AT_ENV in env  # a fault point: the test-only entry module installs its hook
+        server = start_http_server(
+            self.config_path(instance), log, env=self.env(**env), argv=FAULT_ENTRY if armed else None
+        )
         self.servers.append(server)
         return server
 

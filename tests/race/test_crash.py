@@ -1,6 +1,6 @@
 """Proof 2: a server killed with SIGKILL at each point of the delete path, then restarted.
 
-The test-only hook (`notewarden.faults`) holds the accepted round 2 at a point; the test
+The test-only hook (`notewarden.faults`, armed by tests/race/fault_entry.py) holds the accepted round 2 at a point; the test
 kills the process there, checks what the storage holds, restarts the server and checks
 again. The allowed results are exactly two:
 
@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV, POINTS
+from notewarden.faults import CONFIRM_POINTS as POINTS
 from tests.conftest import HttpServer
 from tests.pg import PgDatabase
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import BACKENDS, Round1, StorageDeployment, deployment
 from tests.race.senders import classify
 

@@ -1,6 +1,6 @@
 """A server killed with SIGKILL in the middle of a move that rewrites several notes, then restarted.
 
-The test-only hook (`notewarden.faults`) holds `notes_move` after half of the linking notes were
+The test-only hook (`notewarden.faults`, armed by tests/race/fault_entry.py) holds `notes_move` after half of the linking notes were
 rewritten (`move_rewriting`: nothing committed) or after its commit (`move_committed`: the files
 store's journal not yet removed); the test kills the process there and restarts it on the same
 storage. Exactly two outcomes are allowed, checked byte for byte on every note of the test vault:
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from notewarden.scope.note_paths import HISTORY_DIR_NAME, MOVE_JOURNAL_NAME
 from tests.pg import PgDatabase
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import StorageDeployment, deployment
 from tests.race.test_crash import wait_for
 from tests.unit.test_links import rewrite_all

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.conftest import free_port
 from tests.pg import PG_PORT, SECRET_PASSWORD, PgDatabase, database_url
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import Round1, StorageDeployment, deployment
 from tests.race.senders import classify
 from tests.race.test_crash import wait_for

@@ -30,9 +30,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from notewarden.config import load_config
-from notewarden.faults import PAUSE_AT_ENV, PAUSE_FILE_ENV, POINTS
+from notewarden.faults import CONFIRM_POINTS as POINTS
 from notewarden.trashcommand import trash_reports
 from tests.pg import PgDatabase
+from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.race.harness import StorageDeployment, deployment, run_race
 from tests.race.senders import SenderPool, classify
 from tests.race.test_crash import kill_during_round2, wait_for

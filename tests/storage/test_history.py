@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
@@ -110,7 +109,7 @@ def trash(kit: Kit, note_id: str) -> str:
         return kit.store.move_to_trash(
             txn,
             kit.scope,
-            Candidate(note.id, note.title, note.identity.as_file()),
+            note,
             principal="alice",
             confirmation_id="c",
         ).trash_id

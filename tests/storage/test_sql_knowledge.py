@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.notes.history import Change
 from notewarden.notes.sql import SqlNoteStore
@@ -196,13 +195,7 @@ def test_tags_filters_fallback_completion_and_similar_titles(
 
     (note,) = store.notes_by_id(scope, ["Areas/Team/Meeting.md"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn,
-            scope,
-            Candidate(note.id, note.title, note.identity.as_file()),
-            principal="a",
-            confirmation_id="c",
-        )
+        store.move_to_trash(txn, scope, note, principal="a", confirmation_id="c")
     after = {t.tag: t.notes for t in store.tags(scope, prefix="", after=None, limit=100)}
     assert "team" not in after and after["project"] == 1
     assert ("deleted", "Areas/Team/Meeting.md") in {

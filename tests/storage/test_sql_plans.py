@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
@@ -190,7 +189,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
         trashed = store.move_to_trash(
             txn,
             everywhere,
-            Candidate(note.id, note.title, note.identity.as_file()),
+            note,
             principal="alice",
             confirmation_id="c",
         )
@@ -202,7 +201,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
         store.move_to_trash(
             txn,
             everywhere,
-            Candidate(again.id, again.title, again.identity.as_file()),
+            again,
             principal="alice",
             confirmation_id="d",
         )

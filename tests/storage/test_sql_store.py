@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_SCHEMA, Change
-from notewarden.notes.model import Note, content_version, match_words, matched_name
+from notewarden.notes.model import content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.schema import SchemaComponent
@@ -47,10 +46,6 @@ def workspace() -> FileUri:
 
 def scope(workspace: FileUri, *subtree: str) -> WorkspaceScope:
     return WorkspaceScope("alice", workspace, tuple(subtree), None)
-
-
-def candidate(note: Note) -> Candidate:
-    return Candidate(id=note.id, title=note.title, identity=note.identity.as_file())
 
 
 def update(
@@ -142,16 +137,12 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         str(workspace),
     )
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope(workspace), candidate(shown), principal="alice", confirmation_id="c1")
+        store.move_to_trash(txn, scope(workspace), shown, principal="alice", confirmation_id="c1")
     with pytest.raises(PathRejected), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn, scope(workspace, "other"), candidate(shown), principal="alice", confirmation_id="c1"
-        )
+        store.move_to_trash(txn, scope(workspace, "other"), shown, principal="alice", confirmation_id="c1")
     (current,) = store.list_notes(scope(workspace))
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(
-            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c2"
-        )
+        trashed = store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c2")
     assert store.list_notes(scope(workspace)) == []
     with ledger.snapshot() as db:
         rows = db.execute(
@@ -159,9 +150,7 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         )
     assert rows == [("keep/n.md", "# N!\n", "c2")]
     with pytest.raises(NoteMissing), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn, scope(workspace), candidate(current), principal="alice", confirmation_id="c3"
-        )
+        store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c3")
 
 
 def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, workspace: FileUri) -> None:
@@ -198,9 +187,7 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
 
     (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(
-            txn, everywhere, candidate(moved), principal="alice", confirmation_id="c"
-        )
+        trashed = store.move_to_trash(txn, everywhere, moved, principal="alice", confirmation_id="c")
         (listed,) = store.list_trash(txn, everywhere)
         assert listed == trashed
         assert store.list_trash(txn, scope(workspace, "p")) == [], "the trash is scoped by original path too"
@@ -213,7 +200,7 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
 
     (two,) = store.notes_by_id(everywhere, ["p/n2.md"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(txn, everywhere, candidate(two), principal="alice", confirmation_id="c2")
+        store.move_to_trash(txn, everywhere, two, principal="alice", confirmation_id="c2")
         entries = store.list_trash(txn, everywhere)
     stale = [
         type(entries[0])(**{**{f: getattr(entries[0], f) for f in entries[0].__slots__}, "identity": None})
@@ -357,7 +344,7 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     assert store.search(everywhere, ["quokka"], after=None, limit=5) == []
     (renamed,) = store.find_titled(everywhere, ["wombat"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(txn, everywhere, candidate(renamed), principal="alice", confirmation_id="c")
+        store.move_to_trash(txn, everywhere, renamed, principal="alice", confirmation_id="c")
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from notewarden.config import load_config
-from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.history import HISTORY_COLUMNS, Change
@@ -83,7 +82,7 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
                 store.move_to_trash(
                     txn,
                     scope,
-                    Candidate(note.id, note.title, note.identity.as_file()),
+                    note,
                     principal="alice",
                     confirmation_id=secrets.token_hex(8),
                 )

@@ -18,12 +18,11 @@ from notewarden.confirm.forms import (
     trash_empty_form,
 )
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, Selection
-from notewarden.scope.fsroot import FileIdentity
 from tests.schema import assert_valid
 
 CANDIDATES = (
-    Candidate("reports/tps-2019.md", "TPS report 2019", FileIdentity(1, 10, 1_500_000_000_000_000_000, 12)),
-    Candidate("reports/tps.md", "TPS report", FileIdentity(1, 11, 1_700_000_000_000_000_000, 40)),
+    Candidate("reports/tps-2019.md", "TPS report 2019", "1:10:1500000000000000000:12", "modified 2017-07-14"),
+    Candidate("reports/tps.md", "TPS report", "1:11:1700000000000000000:40"),
 )
 
 
@@ -87,7 +86,11 @@ def test_form_is_a_valid_flat_elicitation_with_required_choice_and_confirm() -> 
     schema = request["params"]["requestedSchema"]
     assert schema["required"] == ["note_id", "confirm"]
     assert [o["const"] for o in schema["properties"]["note_id"]["oneOf"]] == [c.id for c in CANDIDATES]
-    assert "2019" in schema["properties"]["note_id"]["oneOf"][0]["title"]
+    assert (
+        schema["properties"]["note_id"]["oneOf"][0]["title"]
+        == "TPS report 2019 — reports/tps-2019.md — modified 2017-07-14"
+    )
+    assert schema["properties"]["note_id"]["oneOf"][1]["title"] == "TPS report — reports/tps.md"
     assert schema["properties"]["confirm"] == {
         "type": "boolean",
         "title": "Yes, move the selected note to the trash",
@@ -103,11 +106,13 @@ def make_state() -> ConfirmationState:
     return ConfirmationState(
         phase="notes_delete/confirm",
         principal="alice",
-        workspace="file:///srv/notes",
-        workspace_identity=(1, 2),
+        arguments="digest",
         candidates=CANDIDATES,
         confirmation_id="cid-123",
         issued_at=1_700_000_000.5,
+        expires_at=1_700_000_600.5,
+        bound={"workspace": "file:///srv/notes"},
+        data={"workspace_identity": "1:2"},
     )
 
 
@@ -122,11 +127,14 @@ def test_state_round_trips_and_binds_phase() -> None:
     "mutate",
     [
         lambda d: d.pop("cid"),
-        lambda d: d.update(v=2),
-        lambda d: d.update(wsid=[1]),
-        lambda d: d.update(cand=[["a", "t", 1, 2, 3]]),
-        lambda d: d.update(cand=[["a", "t", 1, 2, 3, "4"]]),
+        lambda d: d.pop("exp"),
+        lambda d: d.update(v=1),
+        lambda d: d.update(bound=[1]),
+        lambda d: d.update(data={"workspace_identity": 1}),
+        lambda d: d.update(cand=[["a", "t", "f"]]),
+        lambda d: d.update(cand=[["a", "t", 1, ""]]),
         lambda d: d.update(sub=None),
+        lambda d: d.update(exp=True),
     ],
 )
 def test_state_decode_is_strict(mutate) -> None:  # type: ignore[no-untyped-def]
@@ -198,11 +206,11 @@ def test_a_selection_survives_the_state_round_trip() -> None:
     state = ConfirmationState(
         phase="p",
         principal="alice",
-        workspace="file:///srv/notes",
-        workspace_identity=(1, 2),
+        arguments="digest",
         candidates=(),
         confirmation_id="cid",
         issued_at=1.5,
+        expires_at=601.5,
         selection=Selection(3, "ab" * 32, 1234.5),
     )
     assert ConfirmationState.decode(state.encode(), phase="p") == state

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
@@ -66,13 +65,7 @@ def update(
 def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, note_id: str) -> str:
     note = store.notes_by_id(scope, [note_id])[0]
     with ledger.critical_section() as txn:
-        return store.move_to_trash(
-            txn,
-            scope,
-            Candidate(note.id, note.title, note.identity.as_file()),
-            principal="alice",
-            confirmation_id="c",
-        ).trash_id
+        return store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c").trash_id
 
 
 def test_a_note_identity_is_its_file_by_every_path(
@@ -296,13 +289,7 @@ def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
 ) -> None:
     note = store.notes_by_id(scope, ["todo.md"])[0]
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
-        store.move_to_trash(
-            txn,
-            scope,
-            Candidate(note.id, note.title, note.identity.as_file()),
-            principal="alice",
-            confirmation_id="c",
-        )
+        store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c")
         raise RuntimeError("the claim's transaction fails after the move")
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"
     [rolled_back] = [json.loads(line) for line in journal(scope)]
@@ -323,7 +310,7 @@ def test_a_trash_owned_by_another_ledger_is_not_changed(
             store.move_to_trash(
                 txn,
                 scope,
-                Candidate(note.id, note.title, note.identity.as_file()),
+                note,
                 principal="alice",
                 confirmation_id="d",
             )

@@ -78,3 +78,17 @@ def test_no_two_units_import_each_other_even_through_others() -> None:
 
     cycles = [found for unit in units if (found := cycle_from(unit)) is not None]
     assert not cycles, cycles[0]
+
+
+def test_the_confirmation_library_stands_alone() -> None:
+    """`notewarden.confirm` is public (docs/confirm-library.md): it reaches the ledger, the schema and
+    the forms, never notewarden's notes, scope, tools or wiring; the notes layer does not know it."""
+    allowed = {"ledger", "schema", "forms", "faults", "display"}
+    assert set(imports_of("confirm")) <= allowed, imports_of("confirm")
+    assert "confirm" not in imports_of("notes"), imports_of("notes").get("confirm")
+    inside = [
+        p.name for p in sorted((PACKAGE / "notes").rglob("*.py")) if "notewarden.ledger." in p.read_text()
+    ]
+    assert not inside, (
+        "the notes layer uses the ledger's protocol (`notewarden.ledger`), never a module of it"
+    )

@@ -1,4 +1,4 @@
-"""The pick-and-confirm form, and the judge of its answers.
+"""The confirmation forms, and the judge of their answers.
 
 Missing content is never consent. The judge turns whatever came back under the input
 key into exactly one `Verdict`, and `OUTCOMES` says, as a table, what each verdict does:
@@ -7,22 +7,23 @@ whether it consumes the confirmation, whether it mutates, and how it reads to th
 | answer                                       | verdict        | consumes | mutates |
 |----------------------------------------------|----------------|----------|---------|
 | no answer under the key                      | MISSING        | no       | no  (ask again) |
-| accept, confirm=true, note_id in the set     | CONFIRMED      | yes      | yes |
+| accept, confirm=true, the pick in the set    | CONFIRMED      | yes      | yes |
 | accept, confirm=false                        | NOT_CONFIRMED  | yes      | no  |
 | accept, content missing/ill-typed/off-set    | INVALID        | no       | no  |
 | decline                                      | DECLINED       | yes      | no  |
 | cancel                                       | CANCELLED      | no       | no  (retriable until expiry) |
 
-Four forms share this table: `delete_form` (pick one of the notes matching a title),
-`delete_set_form` (the caller named the notes: the user keeps or unticks each, all ticked
-at first), `trash_empty_form` and `history_purge_form` (no choice: how many and which, then
-yes or no). For
-the two with a selection, "the set in the set" rule holds: a selection outside the
-offered notes is INVALID, never partly applied.
+Three shapes of form share this table (`Answer`): pick one of the candidates and confirm
+(`pick_one_form`, judged by `judge_choice`), keep or untick each of a set the caller named, all
+ticked at first (`pick_some_form`, `judge_selection`), and yes or no to a described effect
+(`yes_no_form`, `judge_confirmation`). For the two with a selection, "the set in the set" rule
+holds: a selection outside the offered candidates is INVALID, never partly applied. The wordings
+of notewarden's own tools (`delete_form`, `delete_set_form`, `trash_empty_form`,
+`history_purge_form`) are those shapes with their sentences.
 
 Every text a form shows (its message, each choice's title, each line of a listing) goes through
 `display.visible`, so a name with a bidi control or a zero-width character reads as what it is;
-the `const` of a choice stays the exact note id the answer must name.
+the `const` of a choice stays the exact candidate id the answer must name.
 """
 
 from __future__ import annotations
@@ -30,17 +31,20 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from notewarden.confirm.state import Candidate
 from notewarden.display import visible
 
 __all__ = [
+    "CHOICE_FIELD",
+    "CONFIRM_FIELD",
     "DELETE_INPUT_KEY",
     "HISTORY_PURGE_INPUT_KEY",
     "OUTCOMES",
+    "SET_FIELD",
     "TRASH_EMPTY_INPUT_KEY",
+    "Answer",
     "Outcome",
     "Verdict",
     "VerdictKind",
@@ -50,15 +54,19 @@ __all__ = [
     "judge_choice",
     "judge_confirmation",
     "judge_selection",
+    "pick_one_form",
+    "pick_some_form",
     "trash_empty_form",
+    "yes_no_form",
 ]
 
 DELETE_INPUT_KEY = "delete_choice"
 TRASH_EMPTY_INPUT_KEY = "empty_trash"
 HISTORY_PURGE_INPUT_KEY = "purge_history"
-_CHOICE_FIELD = "note_id"
-_SET_FIELD = "note_ids"
-_CONFIRM_FIELD = "confirm"
+CHOICE_FIELD = "note_id"
+"""The pick-one field (the name is kept from notewarden's first form; any candidate id goes in it)."""
+SET_FIELD = "note_ids"
+CONFIRM_FIELD = "confirm"
 
 
 class VerdictKind(enum.Enum):
@@ -88,7 +96,7 @@ class Outcome:
 
 
 OUTCOMES: Mapping[VerdictKind, Outcome] = {
-    VerdictKind.CONFIRMED: Outcome(consumes=True, mutates=True, is_error=False, label="deleted"),
+    VerdictKind.CONFIRMED: Outcome(consumes=True, mutates=True, is_error=False, label="confirmed"),
     VerdictKind.NOT_CONFIRMED: Outcome(consumes=True, mutates=False, is_error=False, label="not_confirmed"),
     VerdictKind.DECLINED: Outcome(consumes=True, mutates=False, is_error=False, label="declined"),
     VerdictKind.CANCELLED: Outcome(consumes=False, mutates=False, is_error=False, label="cancelled"),
@@ -97,88 +105,127 @@ OUTCOMES: Mapping[VerdictKind, Outcome] = {
 }
 
 
+class Answer(enum.Enum):
+    """The shape of a confirmation form, and so which judge reads its answers."""
+
+    PICK_ONE = "pick_one"
+    PICK_SOME = "pick_some"
+    YES_NO = "yes_no"
+
+    def judge(
+        self, answer: Any, candidates: Sequence[Candidate], *, field: str | None = None, noun: str = "note"
+    ) -> Verdict:
+        """`field`: the form's pick field (default `CHOICE_FIELD` or `SET_FIELD`); `noun` names a
+        candidate in the problems an invalid answer is told."""
+        if self is Answer.PICK_ONE:
+            return judge_choice(answer, candidates, field=field or CHOICE_FIELD, noun=noun)
+        if self is Answer.PICK_SOME:
+            return judge_selection(answer, candidates, field=field or SET_FIELD, noun=noun)
+        return judge_confirmation(answer)
+
+
 def candidate_label(candidate: Candidate) -> str:
-    modified = datetime.fromtimestamp(candidate.identity.mtime_ns / 1e9, tz=UTC).strftime(
-        "%Y-%m-%d %H:%M UTC"
+    detail = f" — {candidate.detail}" if candidate.detail else ""
+    return visible(f"{candidate.title} — {candidate.id}{detail}")
+
+
+def pick_one_form(
+    message: str,
+    candidates: Sequence[Candidate],
+    *,
+    pick_title: str,
+    confirm_title: str,
+    description: str = "",
+    field: str = CHOICE_FIELD,
+) -> dict[str, Any]:
+    """An `elicitation/create` input request: pick one of `candidates` (under `field`) and confirm."""
+    choice: dict[str, Any] = {"type": "string", "title": pick_title}
+    if description:
+        choice["description"] = description
+    choice["oneOf"] = [{"const": c.id, "title": candidate_label(c)} for c in candidates]
+    return _form(
+        message,
+        {field: choice, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
     )
-    matched = f" — matched {candidate.matched}" if candidate.matched else ""
-    return visible(f"{candidate.title} — {candidate.id} — modified {modified}{matched}")
+
+
+def pick_some_form(
+    message: str,
+    candidates: Sequence[Candidate],
+    *,
+    pick_title: str,
+    confirm_title: str,
+    description: str = "",
+    field: str = SET_FIELD,
+) -> dict[str, Any]:
+    """An input request for a set the caller named: every candidate ticked, the user unticks any."""
+    chosen: dict[str, Any] = {"type": "array", "title": pick_title}
+    if description:
+        chosen["description"] = description
+    chosen |= {
+        "items": {"anyOf": [{"const": c.id, "title": candidate_label(c)} for c in candidates]},
+        "minItems": 1,
+        "default": [c.id for c in candidates],
+    }
+    return _form(
+        message,
+        {field: chosen, CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}},
+    )
+
+
+def yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title: str) -> dict[str, Any]:
+    """An input request confirming one described effect: the question, what it affects (`listing`,
+    and how many `more` were left out), then yes or no."""
+    lines = "\n".join(f"• {line}" for line in listing)
+    if more:
+        lines += f"\n… and {more} more"
+    text = f"{question}\n{lines}" if lines else question
+    return _form(text, {CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False}})
+
+
+def _form(message: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": visible(message),
+            "requestedSchema": {"type": "object", "properties": properties, "required": list(properties)},
+        },
+    }
 
 
 def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
-    """The `elicitation/create` input request asking the user to pick one note and confirm."""
+    """notes_delete by title: pick the one note to delete and confirm."""
     count = len(candidates)
     matches = "1 note matches" if count == 1 else f"{count} notes match"
-    return {
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": visible(
-                f"Delete a note from workspace {workspace}: {matches} “{query}”. "
-                "Pick the one to delete and confirm. It will be moved to the workspace trash."
-            ),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    _CHOICE_FIELD: {
-                        "type": "string",
-                        "title": "Note to delete",
-                        "description": "Title, path and last modification of each matching note.",
-                        "oneOf": [{"const": c.id, "title": candidate_label(c)} for c in candidates],
-                    },
-                    _CONFIRM_FIELD: {
-                        "type": "boolean",
-                        "title": "Yes, move the selected note to the trash",
-                        "default": False,
-                    },
-                },
-                "required": [_CHOICE_FIELD, _CONFIRM_FIELD],
-            },
-        },
-    }
+    return pick_one_form(
+        f"Delete a note from workspace {workspace}: {matches} “{query}”. "
+        "Pick the one to delete and confirm. It will be moved to the workspace trash.",
+        candidates,
+        pick_title="Note to delete",
+        description="Title, path and last modification of each matching note.",
+        confirm_title="Yes, move the selected note to the trash",
+    )
 
 
 def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
-    """The input request for a set the caller named: every note ticked, the user unticks any to keep."""
+    """notes_delete by ids: every note ticked, the user unticks any to keep."""
     count = len(candidates)
     notes = "this note" if count == 1 else f"these {count} notes"
-    return {
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": visible(
-                f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
-                "They will be moved to the workspace trash."
-            ),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    _SET_FIELD: {
-                        "type": "array",
-                        "title": "Notes to delete",
-                        "description": "Title, path and last modification of each note.",
-                        "items": {
-                            "anyOf": [{"const": c.id, "title": candidate_label(c)} for c in candidates]
-                        },
-                        "minItems": 1,
-                        "default": [c.id for c in candidates],
-                    },
-                    _CONFIRM_FIELD: {
-                        "type": "boolean",
-                        "title": "Yes, move the selected notes to the trash",
-                        "default": False,
-                    },
-                },
-                "required": [_SET_FIELD, _CONFIRM_FIELD],
-            },
-        },
-    }
+    return pick_some_form(
+        f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
+        "They will be moved to the workspace trash.",
+        candidates,
+        pick_title="Notes to delete",
+        description="Title, path and last modification of each note.",
+        confirm_title="Yes, move the selected notes to the trash",
+    )
 
 
 def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
     notes = "1 note" if count == 1 else f"{count} notes"
-    return _yes_no_form(
+    return yes_no_form(
         f"Permanently delete {notes} from the trash of workspace {workspace}? This cannot be undone.",
         listing,
         more,
@@ -189,7 +236,7 @@ def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: i
 def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming that saved versions of notes (`where`) are deleted for good."""
     versions = "1 saved version" if count == 1 else f"{count} saved versions"
-    return _yes_no_form(
+    return yes_no_form(
         f"Permanently delete {versions} of {where}? They can no longer be restored. This cannot be undone.",
         listing,
         more,
@@ -197,70 +244,55 @@ def history_purge_form(where: str, count: int, listing: Sequence[str], more: int
     )
 
 
-def _yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title: str) -> dict[str, Any]:
-    lines = "\n".join(f"• {line}" for line in listing)
-    if more:
-        lines += f"\n… and {more} more"
-    return {
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": visible(f"{question}\n{lines}"),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    _CONFIRM_FIELD: {"type": "boolean", "title": confirm_title, "default": False},
-                },
-                "required": [_CONFIRM_FIELD],
-            },
-        },
-    }
-
-
-def judge_choice(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
+def judge_choice(
+    answer: Any, candidates: Sequence[Candidate], *, field: str = CHOICE_FIELD, noun: str = "note"
+) -> Verdict:
     """Classify the answer found under the form's input key (`None` when absent)."""
-    judged = _content(answer, (_CHOICE_FIELD, _CONFIRM_FIELD), "note_id (one of the offered notes)")
+    judged = _content(answer, (field, CONFIRM_FIELD), f"{field} (one of the offered {noun}s)")
     if isinstance(judged, Verdict):
         return judged
     content, confirm = judged
-    note_id = content.get(_CHOICE_FIELD)
-    chosen = next((c for c in candidates if c.id == note_id), None)
+    picked = content.get(field)
+    chosen = next((c for c in candidates if c.id == picked), None)
     if not confirm:
         return Verdict(VerdictKind.NOT_CONFIRMED, candidate=chosen)
-    if not isinstance(note_id, str):
+    if not isinstance(picked, str):
         return Verdict(
-            VerdictKind.INVALID, problem=f"note_id must be one of the offered note ids, got {note_id!r}"
+            VerdictKind.INVALID, problem=f"{field} must be one of the offered {noun} ids, got {picked!r}"
         )
     if chosen is None:
-        return Verdict(VerdictKind.INVALID, problem=f"note_id {note_id!r} was not among the offered notes")
+        return Verdict(VerdictKind.INVALID, problem=f"{field} {picked!r} was not among the offered {noun}s")
     return Verdict(VerdictKind.CONFIRMED, candidate=chosen, chosen=(chosen,))
 
 
-def judge_selection(answer: Any, candidates: Sequence[Candidate]) -> Verdict:
-    """Classify an answer to `delete_set_form`: the ticked notes must be a non-empty subset."""
-    judged = _content(answer, (_SET_FIELD, _CONFIRM_FIELD), "note_ids (some of the offered notes)")
+def judge_selection(
+    answer: Any, candidates: Sequence[Candidate], *, field: str = SET_FIELD, noun: str = "note"
+) -> Verdict:
+    """Classify an answer to a pick-some form: the ticked candidates must be a non-empty subset."""
+    judged = _content(answer, (field, CONFIRM_FIELD), f"{field} (some of the offered {noun}s)")
     if isinstance(judged, Verdict):
         return judged
     content, confirm = judged
     if not confirm:
         return Verdict(VerdictKind.NOT_CONFIRMED)
-    ids = content.get(_SET_FIELD)
+    ids = content.get(field)
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         return Verdict(
-            VerdictKind.INVALID, problem=f"note_ids must be a non-empty list of offered note ids, got {ids!r}"
+            VerdictKind.INVALID,
+            problem=f"{field} must be a non-empty list of offered {noun} ids, got {ids!r}",
         )
     offered = {c.id: c for c in candidates}
     unknown = [i for i in ids if i not in offered]
     if unknown:
-        return Verdict(VerdictKind.INVALID, problem=f"{unknown[0]!r} was not among the offered notes")
+        return Verdict(VerdictKind.INVALID, problem=f"{unknown[0]!r} was not among the offered {noun}s")
     if len(set(ids)) != len(ids):
-        return Verdict(VerdictKind.INVALID, problem="note_ids names a note twice")
+        return Verdict(VerdictKind.INVALID, problem=f"{field} names a {noun} twice")
     return Verdict(VerdictKind.CONFIRMED, chosen=tuple(c for c in candidates if c.id in set(ids)))
 
 
 def judge_confirmation(answer: Any) -> Verdict:
     """Classify an answer to a yes/no form (`trash_empty_form`, `history_purge_form`)."""
-    judged = _content(answer, (_CONFIRM_FIELD,), "")
+    judged = _content(answer, (CONFIRM_FIELD,), "")
     if isinstance(judged, Verdict):
         return judged
     return Verdict(VerdictKind.CONFIRMED if judged[1] else VerdictKind.NOT_CONFIRMED)
@@ -292,7 +324,7 @@ def _content(answer: Any, fields: tuple[str, ...], needs: str) -> Verdict | tupl
             VerdictKind.INVALID,
             problem=f"unexpected field(s) {', '.join(extra)}; the form has {', '.join(fields)}",
         )
-    confirm = content.get(_CONFIRM_FIELD)
+    confirm = content.get(CONFIRM_FIELD)
     if not isinstance(confirm, bool):
         return Verdict(VerdictKind.INVALID, problem=f"confirm must be true or false, got {confirm!r}")
     return content, confirm

@@ -1,45 +1,74 @@
-"""The plaintext of a confirmation's `requestState`.
+"""The plaintext of a confirmation's `requestState`: what one confirmation is bound to.
 
-Sealing is not done here: the SDK's `RequestStateBoundary` encrypts this text with
-AES-256-GCM into every outgoing `input_required` result, and on the retry verifies the
-tag, the expiry, the audience, the principal and the request binding (method, tool
-name and a digest of the arguments, so a changed `title` or `workspaceUri` cannot reuse
-it) before the handler ever sees the plaintext. What this payload adds is the tool's
-own binding: the phase, the principal again (checked against the live one), the
-workspace and its directory identity, the exact candidate set with each file's
-identity, and the random confirmation id the ledger consumes exactly once.
+Rule 1: sealing is not done here. The SDK's `RequestStateBoundary` encrypts this text with
+AES-256-GCM into every outgoing `input_required` result, and on the retry verifies the tag, the
+expiry, the audience, the principal and the request binding (method, tool name and a digest of
+the arguments) before the handler ever sees the plaintext. This payload binds again what the
+confirmation is *for*, so the commit never trusts anything but the sealed plaintext:
+
+    phase       the tool and step that minted it (another tool's state is refused)
+    principal   who was asked (checked against the live principal)
+    args        a digest of the arguments that decide what is affected
+    bound       the caller's own bindings (a workspace, a target), compared with the live ones
+    candidates  the exact set the form offered, each with an opaque fingerprint
+    selection   or, for a set too large to list, its count, digest and bound
+    cid         the random confirmation id the ledger consumes exactly once
+    iat, exp    when it was minted and until when it may be answered
+
+Rule 2: a candidate's identity is opaque here: a `fingerprint` string the caller derives from
+whatever identifies the thing now (a file's device, inode, mtime and size; a row's id and
+version). The caller re-checks it inside the commit's transaction; confirm only carries it.
+
+Rule 3: decoding is strict. Anything that is not exactly a state this code minted for this
+phase raises `InvalidState`, whose reason goes to the log only; the wire says "Invalid or
+expired requestState" (JSON-RPC -32602), like the SDK's own refusal.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from notewarden.scope.fsroot import FileIdentity
+__all__ = [
+    "Candidate",
+    "ConfirmationState",
+    "InvalidState",
+    "Selection",
+    "arguments_digest",
+    "new_confirmation_id",
+]
 
-__all__ = ["Candidate", "ConfirmationState", "InvalidState", "Selection", "new_confirmation_id"]
-
-_VERSION = 1
+_VERSION = 2
 
 
 class InvalidState(Exception):
-    """The plaintext is not a state this server version minted for this step."""
+    """The plaintext is not a state this server minted for this step, principal and request."""
 
 
 def new_confirmation_id() -> str:
     return secrets.token_urlsafe(18)
 
 
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """A digest of the arguments that decide what a confirmation affects (canonical JSON)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """One thing the user may pick: its id (the form's `const`), a title, an opaque fingerprint
+    of what it is now, and a detail the form shows after the id ("modified …", "matched …")."""
+
     id: str
     title: str
-    identity: FileIdentity
-    matched: str = ""
-    """Which of the note's names matched the query when it is not the title ("file name",
-    "alias “…”"), for the form to show; sealed so a form asked again shows it too."""
+    fingerprint: str
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,30 +86,36 @@ class Selection:
 class ConfirmationState:
     phase: str
     principal: str
-    workspace: str
-    workspace_identity: tuple[int, int]
+    arguments: str
+    """`arguments_digest` of the arguments that decide what is affected."""
     candidates: tuple[Candidate, ...]
     confirmation_id: str
     issued_at: float
+    expires_at: float
+    bound: Mapping[str, str] = field(default_factory=dict)
+    """Compared with the live values on every later round (e.g. the workspace)."""
+    data: Mapping[str, str] = field(default_factory=dict)
+    """Carried for the commit only (e.g. the workspace directory's identity)."""
     selection: Selection | None = None
 
-    def candidate(self, note_id: object) -> Candidate | None:
-        return next((c for c in self.candidates if c.id == note_id), None)
+    def candidate(self, candidate_id: object) -> Candidate | None:
+        return next((c for c in self.candidates if c.id == candidate_id), None)
+
+    def expired(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) >= self.expires_at
 
     def encode(self) -> str:
         payload: dict[str, Any] = {
             "v": _VERSION,
             "phase": self.phase,
             "sub": self.principal,
-            "ws": self.workspace,
-            "wsid": list(self.workspace_identity),
-            "cand": [
-                [c.id, c.title, c.identity.dev, c.identity.ino, c.identity.mtime_ns, c.identity.size]
-                + ([c.matched] if c.matched else [])
-                for c in self.candidates
-            ],
+            "args": self.arguments,
+            "cand": [[c.id, c.title, c.fingerprint, c.detail] for c in self.candidates],
             "cid": self.confirmation_id,
             "iat": self.issued_at,
+            "exp": self.expires_at,
+            "bound": dict(self.bound),
+            "data": dict(self.data),
         }
         if self.selection is not None:
             payload["sel"] = [self.selection.count, self.selection.digest, self.selection.bound]
@@ -94,37 +129,38 @@ class ConfirmationState:
             raw: Any = json.loads(text)
             if raw["v"] != _VERSION or raw["phase"] != phase:
                 raise InvalidState(f"state is for another step ({raw.get('phase')!r})")
-            dev, ino = raw["wsid"]
-            state = cls(
+            return cls(
                 phase=_s(raw["phase"]),
                 principal=_s(raw["sub"]),
-                workspace=_s(raw["ws"]),
-                workspace_identity=(_i(dev), _i(ino)),
+                arguments=_s(raw["args"]),
                 candidates=tuple(
-                    Candidate(
-                        _s(cid),
-                        _s(title),
-                        FileIdentity(_i(d), _i(n), _i(m), _i(z)),
-                        _s(matched[0]) if matched else "",
-                    )
-                    for cid, title, d, n, m, z, *matched in raw["cand"]
+                    Candidate(_s(cid), _s(title), _s(fingerprint), _s(detail))
+                    for cid, title, fingerprint, detail in raw["cand"]
                 ),
                 confirmation_id=_s(raw["cid"]),
-                issued_at=float(raw["iat"]),
+                issued_at=_f(raw["iat"]),
+                expires_at=_f(raw["exp"]),
+                bound=_strings(raw["bound"]),
+                data=_strings(raw["data"]),
                 selection=_selection(raw.get("sel")),
             )
         except InvalidState:
             raise
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InvalidState(f"malformed state: {exc.__class__.__name__}") from None
-        return state
 
 
 def _selection(raw: Any) -> Selection | None:
     if raw is None:
         return None
     count, digest, bound = raw
-    return Selection(_i(count), _s(digest), float(bound))
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise TypeError("expected an integer")
+    return Selection(count, _s(digest), _f(bound))
+
+
+def _strings(raw: Any) -> dict[str, str]:
+    return {_s(k): _s(v) for k, v in raw.items()}
 
 
 def _s(value: Any) -> str:
@@ -133,7 +169,7 @@ def _s(value: Any) -> str:
     return value
 
 
-def _i(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError("expected an integer")
-    return value
+def _f(value: Any) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError("expected a number")
+    return float(value)

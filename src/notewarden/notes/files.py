@@ -82,8 +82,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from notewarden.confirm.state import Candidate
-from notewarden.faults import pause_point
+from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
@@ -492,7 +491,7 @@ class FilesNoteStore:
                         relinked.append(rewritten)
                     pruned += self.history.prune(txn, workspace, planned_note.note_id)
                     if done == len(planned) // 2:
-                        pause_point("move_rewriting")
+                        fault_point("move_rewriting")
                     if progress is not None and len(planned) > 1:
                         progress(done, len(planned), f"rewrote the links of {done} of {len(planned)} notes")
             entry = root.stat_note(note_id)
@@ -506,7 +505,7 @@ class FilesNoteStore:
                 )
             self.history.follow_move(txn, workspace, note_id, new_id)
         if journal is not None:
-            pause_point("move_committed")
+            fault_point("move_committed")
             root.remove_record(MOVE_JOURNAL_NAME)
             for step in journal["notes"]:
                 root.discard_temp(step["id"], step["tmp"])
@@ -767,7 +766,7 @@ class FilesNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,
@@ -786,7 +785,7 @@ class FilesNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,
@@ -802,7 +801,7 @@ class FilesNoteStore:
         append_line(root, intent, sync=self._sync_trash)
         committed = committed_line(trash_id, ledger_id)
         self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
-        identity = root.quarantine(candidate.id, trash_id, candidate.identity)
+        identity = root.quarantine(candidate.id, trash_id, candidate.identity.as_file())
 
         def put_back() -> None:
             root.restore(trash_id, candidate.id)

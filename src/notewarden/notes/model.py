@@ -81,9 +81,17 @@ class NoteIdentity:
 
     def as_file(self) -> FileIdentity:
         """The same four integers as a `FileIdentity`: what the files store hands the workspace root
-        as `expected`, and what confirm's `Candidate` seals for every store until it takes an opaque
-        fingerprint (issue 17)."""
+        as `expected`."""
         return FileIdentity(*self.key, self.modified_ns, self.size)
+
+    def fingerprint(self) -> str:
+        """The identity as a confirmation carries it (a `confirm.Candidate`'s opaque fingerprint)."""
+        return f"{self.key[0]}:{self.key[1]}:{self.modified_ns}:{self.size}"
+
+    @classmethod
+    def from_fingerprint(cls, text: str) -> NoteIdentity:
+        first, second, modified_ns, size = (int(part) for part in text.split(":"))
+        return cls((first, second), modified_ns, size)
 
 
 @dataclass(frozen=True, slots=True)

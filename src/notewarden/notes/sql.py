@@ -67,8 +67,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from notewarden.confirm.state import Candidate
-from notewarden.faults import pause_point
+from notewarden.faults import fault_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.notes import links
 from notewarden.notes.derived import (
@@ -1193,7 +1192,7 @@ class SqlNoteStore:
                 if rewrite.found:
                     relinked.append(Relinked(linking_id, tuple(rewrite.found), saved))
                 if done == len(linking) // 2:
-                    pause_point("move_rewriting")
+                    fault_point("move_rewriting")
                 if progress is not None and len(linking) > 1:
                     progress(done, len(linking), f"rewrote the links of {done} of {len(linking)} notes")
             own = _Relinking(vault, note_id, note_id, new_id) if relink else None
@@ -1226,7 +1225,7 @@ class SqlNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,
@@ -1237,7 +1236,7 @@ class SqlNoteStore:
         txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
         trash_id = _new_trash_id()
         deleted_at = time.time()
-        row_id, version = NoteIdentity.of_file(candidate.identity).key
+        row_id, version = candidate.identity.key
         match = (workspace, note_id, row_id, version)
         row = (trash_id, candidate.title, principal, confirmation_id, deleted_at)
         params = (*row, *match) if txn.dialect == "sqlite" else (*match, *row)

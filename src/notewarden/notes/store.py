@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from notewarden.confirm.state import Candidate
 from notewarden.ledger import LedgerTxn
 from notewarden.notes import links
 from notewarden.notes.history import Change, HistoryEntry
@@ -249,7 +248,7 @@ class NoteStore(Protocol):
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        candidate: Candidate,
+        candidate: Note,
         *,
         principal: str,
         confirmation_id: str,

@@ -5,10 +5,12 @@ The handler reads as the path of one delete:
     1 authorize   the principal may use workspaceUri          (scope.grants)
     2 contain     strict URI parse -> open directory handle     (scope.uri, scope.fsroot)
     3 find        candidates by title, each with its identity   (notes store)
-    4 ask         input_required: pick + confirm, sealed state  (confirm.forms, SDK boundary)
-    5 verify      authentic, unexpired, same principal/arguments (SDK boundary) + same phase
+    4 ask         input_required: pick + confirm, sealed state  (confirm.flow, confirm.forms, SDK)
+    5 verify      authentic, unexpired, same principal/arguments (SDK boundary) + same phase,
+                  principal, argument digest and workspace       (confirm.flow)
     6 judge       accept / decline / cancel against the form     (confirm.forms.OUTCOMES)
-    7 commit      one critical section: claim, re-authorize, re-contain, re-verify, trash
+    7 commit      one transaction: claim (confirm.flow), then here re-authorize, re-contain,
+                  re-verify each note's identity, trash
 
 With `noteIds` instead of `title` (a set the caller already knows, e.g. from notes_search),
 step 3 looks those notes up instead, and the form is a multi-select with every note ticked:
@@ -24,42 +26,23 @@ at once on the state held in memory: the same form, judge, ledger claim and comm
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.forms import (
-    DELETE_INPUT_KEY,
-    OUTCOMES,
-    Verdict,
-    VerdictKind,
-    delete_form,
-    delete_set_form,
-    judge_choice,
-    judge_selection,
-)
-from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, new_confirmation_id
+from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
+from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
 from notewarden.display import visible
-from notewarden.faults import pause_point
-from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
-from notewarden.notes.model import match_words, matched_name
+from notewarden.notes.model import Note, NoteIdentity, match_words, matched_name
 from notewarden.notes.store import TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
-from notewarden.tools.registry import (
-    MissingCapability,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    tool_error,
-)
-from notewarden.tools.results import already_used, receipt
+from notewarden.tools.registry import MissingCapability, ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.results import reauthorize_sealed, sealed_workspace
 from notewarden.tools.workspace_hint import resolve_workspace
 
 __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
@@ -146,144 +129,86 @@ class DeleteTool:
         scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
         self.services.trash_ledger(scope.workspace)  # a trash this server may not change: say so now
         note_ids = call.arguments.get("noteIds")
-        if call.live is not None:
-            return await self.ask_live(call, scope, query, note_ids)
-        if call.request_state is None:
-            candidates = await anyio.to_thread.run_sync(
-                find_candidates, self.services, scope, query, note_ids
-            )  # 3 find
-            return self.ask(scope, query, candidates)  # 4 ask
-        state = self.verify(call, scope)  # 5 verify
-        judge = judge_choice if query is not None else judge_selection
-        verdict = judge(call.input_responses.get(DELETE_INPUT_KEY), state.candidates)  # 6 judge
-        if verdict.kind is VerdictKind.MISSING:
-            return self.ask(scope, query, state.candidates)
-        return await anyio.to_thread.run_sync(self.commit, call, state, verdict)  # 7 commit
+        workspace = str(call.arguments["workspaceUri"])
 
-    def ask(
-        self, scope: WorkspaceScope, query: str | None, candidates: Sequence[Candidate]
-    ) -> types.InputRequiredResult:
-        return types.InputRequiredResult(
-            input_requests={
-                DELETE_INPUT_KEY: types.ElicitRequest.model_validate(delete_request(scope, query, candidates))
-            },
-            request_state=new_state(scope, candidates).encode(),
+        def offer(prior: ConfirmationState | None) -> Offer:  # 3 find (once), 4 ask
+            found = prior.candidates if prior else find_candidates(self.services, scope, query, note_ids)
+            return Offer(
+                delete_request(scope, query, found),
+                candidates=found,
+                data=sealed_workspace(scope),
+            )
+
+        def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
+            return self.trash(call, confirmed, workspace)
+
+        def unchanged(outcome: str, until: str | None) -> Done:
+            return not_deleted(outcome, workspace, until)
+
+        action = ConfirmedAction(
+            tool=call.name,
+            ledger=self.services.trash_ledger(scope.workspace),
+            answer=Answer.PICK_ONE if query is not None else Answer.PICK_SOME,
+            ttl_seconds=self.services.config.confirmation_ttl_seconds,
+            done_label="deleted",
+            input_key=DELETE_INPUT_KEY,
+            nothing_done="nothing was deleted",
+            phase=PHASE,
+            noun="note",
+        )
+        live = call.live
+        return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
+            principal=call.principal,
+            arguments={k: v for k, v in call.arguments.items() if k != "workspaceUri"},
+            request_state=call.request_state,
+            input_responses=call.input_responses,
+            offer=offer,
+            effect=effect,
+            unchanged=unchanged,
+            bound={"workspace": str(scope.workspace)},
+            live=None if live is None else (lambda form: live.form(form["message"], form["requestedSchema"])),
         )
 
-    async def ask_live(
-        self, call: ToolCall, scope: WorkspaceScope, query: str | None, note_ids: Sequence[str] | None
-    ) -> types.CallToolResult:
-        """Legacy session: 3 find, 4 ask live, 6 judge, 7 commit; the state never leaves memory."""
-        assert call.live is not None
-        candidates = await anyio.to_thread.run_sync(find_candidates, self.services, scope, query, note_ids)
-        state = new_state(scope, candidates)
-        form = delete_request(scope, query, candidates)["params"]
-        answer = await call.live.form(form["message"], form["requestedSchema"])
-        judge = judge_choice if query is not None else judge_selection
-        verdict = judge(answer, state.candidates)
-        return await anyio.to_thread.run_sync(partial(self.commit, call, state, verdict, retriable=False))
-
-    def verify(self, call: ToolCall, scope: WorkspaceScope) -> ConfirmationState:
-        state = ConfirmationState.decode(call.request_state, phase=PHASE)
-        if state.principal != call.principal or state.workspace != str(scope.workspace):
-            raise InvalidState("state was minted for another principal or workspace")
-        return state
-
-    def commit(
-        self, call: ToolCall, state: ConfirmationState, verdict: Verdict, *, retriable: bool = True
-    ) -> types.CallToolResult:
-        """`retriable=False` on a legacy session, where the state dies with the call."""
-        outcome = OUTCOMES[verdict.kind]
-        ledger = self.services.trash_ledger(state.workspace)
-        if not outcome.consumes:
-            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
-            if prior is not None:
-                raise already_used(call.name, prior)
-        if verdict.kind is VerdictKind.INVALID:
-            again = "The confirmation is still usable; answer the form again." if retriable else "Call again."
-            return tool_error("invalid_answer", f"nothing was deleted: {verdict.problem}. {again}")
-        workspace = call.arguments["workspaceUri"]
+    def trash(self, call: ToolCall, confirmed: Confirmed, workspace: str) -> Done:
+        """Re-authorize, re-contain, re-verify each chosen note, move it to the trash, all in the
+        claim's transaction: every chosen note goes, or (raising) none."""
+        scope = reauthorize_sealed(self.services.grants, call.principal, workspace, confirmed.state)
         deleted: list[TrashedNote] = []
-        if outcome.consumes:
-            claim = Claim(
-                confirmation_id=state.confirmation_id,
-                principal=call.principal,
-                tool=call.name,
-                outcome=outcome.label,
-                expires_at=state.issued_at
-                + self.services.config.confirmation_ttl_seconds
-                + EXPIRY_SKEW_SECONDS,
-            )
-            with ledger.critical_section() as txn:
-                if not txn.claim_confirmation(claim):
-                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-                pause_point("after_claim")
-                if outcome.mutates:
-                    scope = self.services.grants.reauthorize_workspace(
-                        call.principal, call.arguments["workspaceUri"]
-                    )
-                    scope.verify_identity(state.workspace_identity)
-                    for candidate in verdict.chosen:
-                        try:
-                            trashed = self.services.store.move_to_trash(
-                                txn,
-                                scope,
-                                candidate,
-                                principal=call.principal,
-                                confirmation_id=state.confirmation_id,
-                            )
-                        except (IdentityMismatch, NoteMissing) as exc:
-                            raise ToolFailure(
-                                "note_changed",
-                                f"nothing was deleted: {candidate.id} is no longer the file you confirmed "
-                                f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
-                            ) from None
-                        deleted.append(trashed)
-                txn.record_receipt(state.confirmation_id, delete_receipt(outcome.label, workspace, deleted))
-                if deleted:
-                    pause_point("after_mutation")  # everything written; only COMMIT is left
-            pause_point("after_commit")
-        structured = delete_result(outcome.label, workspace, deleted)
-        if len(deleted) > 1:
-            text = f"Moved {len(deleted)} notes to the trash of {workspace}: " + ", ".join(
-                d.note_id for d in deleted
-            )
-        elif deleted:
-            text = f"Moved “{deleted[0].title}” ({deleted[0].note_id}) to the trash of {workspace}."
-        elif verdict.kind is VerdictKind.CANCELLED and not retriable:
-            text = "Cancelled: nothing was deleted."
-        elif verdict.kind is VerdictKind.CANCELLED:
-            until = time.strftime(
-                "%Y-%m-%dT%H:%M:%SZ",
-                time.gmtime(state.issued_at + self.services.config.confirmation_ttl_seconds),
-            )
-            structured["retriableUntil"] = until
-            text = (
-                f"Cancelled: nothing was deleted. The same confirmation can be answered again until {until}."
-            )
-        elif verdict.kind is VerdictKind.DECLINED:
-            text = "Declined: nothing was deleted."
-        else:
-            text = "Not confirmed: nothing was deleted."
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=visible(text))], structured_content=structured
-        )
+        for candidate in confirmed.chosen:
+            try:
+                trashed = self.services.store.move_to_trash(
+                    confirmed.txn,
+                    scope,
+                    shown_note(candidate),
+                    principal=call.principal,
+                    confirmation_id=confirmed.state.confirmation_id,
+                )
+            except (IdentityMismatch, NoteMissing) as exc:
+                raise ToolFailure(
+                    "note_changed",
+                    f"nothing was deleted: {candidate.id} is no longer the file you confirmed "
+                    f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
+                ) from None
+            deleted.append(trashed)
+        return deleted_result(workspace, deleted)
 
 
 def workspace_in_state(request_state: str) -> str:
-    return ConfirmationState.decode(request_state, phase=PHASE).workspace
+    workspace = ConfirmationState.decode(request_state, phase=PHASE).bound.get("workspace")
+    if workspace is None:
+        raise InvalidState("state names no workspace")
+    return workspace
 
 
-def new_state(scope: WorkspaceScope, candidates: Sequence[Candidate]) -> ConfirmationState:
-    return ConfirmationState(
-        phase=PHASE,
-        principal=scope.principal,
-        workspace=str(scope.workspace),
-        workspace_identity=scope.identity,
-        candidates=tuple(candidates),
-        confirmation_id=new_confirmation_id(),
-        issued_at=time.time(),
-    )
+def shown_note(candidate: Candidate) -> Note:
+    """The note as the user was shown it, for the store to check it is still that one."""
+    return Note(candidate.id, candidate.title, NoteIdentity.from_fingerprint(candidate.fingerprint))
+
+
+def as_candidate(note: Note, matched: str = "") -> Candidate:
+    modified = datetime.fromtimestamp(note.modified, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    detail = f"modified {modified}" + (f" — matched {matched}" if matched else "")
+    return Candidate(note.id, note.title, note.identity.fingerprint(), detail)
 
 
 def delete_request(
@@ -303,15 +228,34 @@ def delete_result(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) 
     }
 
 
-def delete_receipt(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) -> dict[str, Any]:
-    done = None
+def deleted_result(workspace: str, deleted: Sequence[TrashedNote]) -> Done:
     if len(deleted) == 1:
-        done = f"“{visible(deleted[0].title)}” ({visible(deleted[0].note_id)}) was moved to the trash of {workspace}"
-    elif deleted:
-        done = f"{len(deleted)} notes were moved to the trash of {workspace}: " + ", ".join(
-            visible(d.note_id) for d in deleted
+        note = f"“{deleted[0].title}” ({deleted[0].note_id})"
+        text, summary = (
+            f"Moved {note} to the trash of {workspace}.",
+            f"{note} was moved to the trash of {workspace}",
         )
-    return receipt(delete_result(outcome, workspace, deleted), done, otherwise="nothing was deleted")
+    else:
+        ids = ", ".join(d.note_id for d in deleted)
+        text = f"Moved {len(deleted)} notes to the trash of {workspace}: {ids}"
+        summary = f"{len(deleted)} notes were moved to the trash of {workspace}: {ids}"
+    return Done(delete_result("deleted", workspace, deleted), visible(summary), text)
+
+
+_NOT_DELETED: Mapping[str, str] = {
+    "declined": "Declined: nothing was deleted.",
+    "not_confirmed": "Not confirmed: nothing was deleted.",
+    "cancelled": "Cancelled: nothing was deleted.",
+}
+
+
+def not_deleted(outcome: str, workspace: str, until: str | None) -> Done:
+    result = delete_result(outcome, workspace, [])
+    text = _NOT_DELETED[outcome]
+    if until is not None:
+        result["retriableUntil"] = until
+        text += f" The same confirmation can be answered again until {until}."
+    return Done(result, None, text)
 
 
 def require_form_elicitation(
@@ -332,19 +276,12 @@ def find_candidates(
 ) -> list[Candidate]:
     if query is None:
         assert note_ids is not None
-        return [
-            Candidate(n.id, n.title, n.identity.as_file())
-            for n in services.store.notes_by_id(scope, note_ids)
-        ]
+        return [as_candidate(n) for n in services.store.notes_by_id(scope, note_ids)]
     words = match_words(query)
     found = []
     for note in services.store.find_titled(scope, words):
         matched = matched_name(note.id, note.title, note.aliases, words)
-        found.append(
-            Candidate(
-                note.id, note.title, note.identity.as_file(), "" if matched == "title" else matched or ""
-            )
-        )
+        found.append(as_candidate(note, "" if matched == "title" else matched or ""))
     if not found:
         raise ToolFailure(
             "no_match",

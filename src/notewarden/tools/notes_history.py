@@ -13,9 +13,9 @@ phase and form:
                 those saved more than olderThanDays ago; not those of notes in the trash, which
                 go when the trash is emptied
     4 ask       a yes/no form saying how many and which; sealed state with a `Selection`
-    5 verify    SDK boundary + phase, principal, workspace
+    5 verify    SDK boundary + phase, principal, arguments, workspace  (`confirm.flow`)
     6 judge     `forms.judge_confirmation` under the same OUTCOMES table
-    7 commit    one critical section: claim the confirmation id, re-authorize, re-contain, select
+    7 commit    one transaction: claim the confirmation id (`confirm.flow`), re-authorize, re-contain, select
                 again with the sealed bound; the digest must match (else `history_changed`,
                 nothing purged); purge
 """
@@ -32,17 +32,10 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.forms import (
-    HISTORY_PURGE_INPUT_KEY,
-    OUTCOMES,
-    Verdict,
-    VerdictKind,
-    history_purge_form,
-    judge_confirmation,
-)
-from notewarden.confirm.state import ConfirmationState, InvalidState, Selection, new_confirmation_id
+from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_purge_form
+from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
-from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.history import Change, HistoryEntry, selection_digest
 from notewarden.notes.store import VersionConflict, replace_with
 from notewarden.scope.fs_errors import NoteMissing
@@ -51,8 +44,15 @@ from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object, version_conflict
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, tool_error
-from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, already_used, complete, iso8601, receipt
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.results import (
+    NOTE_ID,
+    WORKSPACE_URI,
+    complete,
+    iso8601,
+    reauthorize_sealed,
+    sealed_workspace,
+)
 
 __all__ = ["PHASE", "notes_history", "notes_history_purge", "notes_revert"]
 
@@ -147,38 +147,57 @@ class HistoryTools:
         )
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
         note_id = call.arguments.get("noteId")
-        if call.request_state is None:
-            bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
-            entries = await anyio.to_thread.run_sync(self._selected, scope, note_id, bound)
+        workspace = str(call.arguments["workspaceUri"])
+
+        def offer(prior: ConfirmationState | None) -> Offer | types.CallToolResult:  # 3 find, 4 ask
+            if prior is not None and prior.selection is not None:
+                bound = prior.selection.bound
+            else:
+                bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
+            entries = self._selected(scope, note_id, bound)
             if not entries:
                 return complete(self._result("nothing_to_purge", str(scope.uri), 0))
-            return self.ask(scope, note_id, entries, bound)
-        state = ConfirmationState.decode(call.request_state, phase=PHASE)
-        if (
-            state.principal != call.principal
-            or state.workspace != str(scope.workspace)
-            or not state.selection
-        ):
-            raise InvalidState("state was minted for another principal or workspace")
-        verdict = judge_confirmation(call.input_responses.get(HISTORY_PURGE_INPUT_KEY))
-        if verdict.kind is VerdictKind.MISSING:
-            entries = await anyio.to_thread.run_sync(self._selected, scope, note_id, state.selection.bound)
-            return self.ask(scope, note_id, entries, state.selection.bound)
-        return await anyio.to_thread.run_sync(self.commit, call, state, verdict)
+            return Offer(
+                self.form(scope, note_id, entries),
+                selection=Selection(len(entries), selection_digest(entries), bound),
+                data=sealed_workspace(scope),
+            )
 
-    def ask(
-        self, scope: WorkspaceScope, note_id: str | None, entries: Sequence[HistoryEntry], bound: float
-    ) -> types.InputRequiredResult:
-        state = ConfirmationState(
+        def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
+            purged = self.purge_selected(call, confirmed)
+            where = visible(note_id or str(confirmed.state.bound["workspace"]))
+            return Done(
+                self._result("purged", workspace, purged),
+                f"{purged} saved version(s) of {where} were purged for good",
+            )
+
+        def unchanged(outcome: str, until: str | None) -> Done:
+            result = self._result(outcome, workspace, 0)
+            return Done(result if until is None else {**result, "retriableUntil": until})
+
+        action = ConfirmedAction(
+            tool=call.name,
+            ledger=self.services.trash_ledger(scope.workspace),
+            answer=Answer.YES_NO,
+            ttl_seconds=self.services.config.confirmation_ttl_seconds,
+            done_label="purged",
+            input_key=HISTORY_PURGE_INPUT_KEY,
+            nothing_done="nothing was purged",
             phase=PHASE,
-            principal=scope.principal,
-            workspace=str(scope.workspace),
-            workspace_identity=scope.identity,
-            candidates=(),
-            confirmation_id=new_confirmation_id(),
-            issued_at=time.time(),
-            selection=Selection(len(entries), selection_digest(entries), bound),
         )
+        return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
+            principal=call.principal,
+            arguments=call.arguments,
+            request_state=call.request_state,
+            input_responses=call.input_responses,
+            offer=offer,
+            effect=effect,
+            unchanged=unchanged,
+            bound={"workspace": str(scope.workspace)},
+        )
+
+    @staticmethod
+    def form(scope: WorkspaceScope, note_id: str | None, entries: Sequence[HistoryEntry]) -> dict[str, Any]:
         shown = [
             visible(
                 f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
@@ -186,76 +205,29 @@ class HistoryTools:
             for e in entries[:SHOWN_IN_FORM]
         ]
         where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
-        form = history_purge_form(visible(where), len(entries), shown, len(entries) - len(shown))
-        return types.InputRequiredResult(
-            input_requests={HISTORY_PURGE_INPUT_KEY: types.ElicitRequest.model_validate(form)},
-            request_state=state.encode(),
-        )
+        return history_purge_form(visible(where), len(entries), shown, len(entries) - len(shown))
 
-    def commit(self, call: ToolCall, state: ConfirmationState, verdict: Verdict) -> types.CallToolResult:
-        assert state.selection is not None
-        outcome = OUTCOMES[verdict.kind]
-        ledger = self.services.trash_ledger(state.workspace)
-        if not outcome.consumes:
-            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
-            if prior is not None:
-                raise already_used(call.name, prior)
-        if verdict.kind is VerdictKind.INVALID:
-            return tool_error(
-                "invalid_answer",
-                f"nothing was purged: {verdict.problem}. The confirmation is still usable; answer the form again.",
+    def purge_selected(self, call: ToolCall, confirmed: Confirmed) -> int:
+        """Select again with the sealed bound; the digest must match, or nothing is purged."""
+        selection = confirmed.state.selection
+        assert selection is not None
+        scope = reauthorize_sealed(
+            self.services.grants, call.principal, call.arguments["workspaceUri"], confirmed.state
+        )
+        note_id = call.arguments.get("noteId")
+        entries = [
+            e
+            for e in self.services.store.select_history(confirmed.txn, scope, saved_before=selection.bound)
+            if note_id is None or e.note_id == note_id
+        ]
+        if selection_digest(entries) != selection.digest:
+            raise ToolFailure(
+                "history_changed",
+                f"nothing was purged: the saved versions changed since you confirmed "
+                f"({selection.count} then, {len(entries)} now). Call notes_history_purge "
+                "again and confirm anew.",
             )
-        label = "purged" if outcome.mutates else outcome.label
-        purged = 0
-        if outcome.consumes:
-            claim = Claim(
-                confirmation_id=state.confirmation_id,
-                principal=call.principal,
-                tool=call.name,
-                outcome=label,
-                expires_at=state.issued_at
-                + self.services.config.confirmation_ttl_seconds
-                + EXPIRY_SKEW_SECONDS,
-            )
-            with ledger.critical_section() as txn:
-                if not txn.claim_confirmation(claim):
-                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-                if outcome.mutates:
-                    scope = self.services.grants.authorize_workspace(
-                        call.principal, call.arguments["workspaceUri"]
-                    )
-                    scope.verify_identity(state.workspace_identity)
-                    note_id = call.arguments.get("noteId")
-                    entries = [
-                        e
-                        for e in self.services.store.select_history(
-                            txn, scope, saved_before=state.selection.bound
-                        )
-                        if note_id is None or e.note_id == note_id
-                    ]
-                    if selection_digest(entries) != state.selection.digest:
-                        raise ToolFailure(
-                            "history_changed",
-                            f"nothing was purged: the saved versions changed since you confirmed "
-                            f"({state.selection.count} then, {len(entries)} now). Call notes_history_purge "
-                            "again and confirm anew.",
-                        )
-                    purged = self.services.store.purge_history(txn, scope, entries)
-                done = f"{purged} saved version(s) of {visible(call.arguments.get('noteId') or str(state.workspace))} were purged for good"
-                txn.record_receipt(
-                    state.confirmation_id,
-                    receipt(
-                        self._result(label, str(call.arguments["workspaceUri"]), purged),
-                        done if outcome.mutates else None,
-                        otherwise="nothing was purged",
-                    ),
-                )
-        structured = self._result(label, str(call.arguments["workspaceUri"]), purged)
-        if verdict.kind is VerdictKind.CANCELLED:
-            structured["retriableUntil"] = iso8601(
-                state.issued_at + self.services.config.confirmation_ttl_seconds
-            )
-        return complete(structured)
+        return self.services.store.purge_history(confirmed.txn, scope, entries)
 
     @staticmethod
     def _result(outcome: str, workspace: str, purged: int) -> dict[str, Any]:

@@ -9,9 +9,12 @@ principal, and types the credential there (`web.connect`). The handler reads as:
     2 find        read the note inside the authorized scope
     3 credential  already stored for (principal, target)? publish now, one round
     4 ask         input_required: URL elicitation to /connect/<id>, sealed state
-    5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase/target
+    5 verify      authentic, unexpired, same principal/arguments (SDK) + same phase,
+                  principal, arguments, workspace and target      (`confirm.flow`)
     6 judge       the answer *and the server's own record* -> `CONNECT_OUTCOMES`
-    7 commit      claim the confirmation (pending), send the note, record: see below
+    7 commit      decline, cancel, invalid: settled on the confirmation path (`confirm.flow`:
+                  claim, receipt, one "already used"); connected: claim the confirmation
+                  (pending), send the note, record: see below
 
 `accept` only means the user agreed to open the URL: the record decides. Still pending
 -> asked again (same link); done -> published; expired or abandoned -> an error that
@@ -45,11 +48,11 @@ stored credential makes later publishes one round with no elicitation at all.
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urljoin
 
@@ -57,10 +60,19 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.forms import Outcome
-from notewarden.confirm.state import InvalidState, new_confirmation_id
+from notewarden.confirm.flow import (
+    ConfirmedAction,
+    Done,
+    Refusal,
+    already_used,
+    invalid_state_error,
+    iso8601,
+    receipt,
+)
+from notewarden.confirm.forms import Answer, Outcome, Verdict, VerdictKind
+from notewarden.confirm.state import ConfirmationState, InvalidState
 from notewarden.display import visible
-from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim, LedgerUnavailable
+from notewarden.ledger import Claim, LedgerTxn, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
@@ -75,9 +87,7 @@ from notewarden.tools.registry import (
     ToolDef,
     ToolFailure,
     ToolResult,
-    tool_error,
 )
-from notewarden.tools.results import already_used, receipt
 
 __all__ = [
     "CONNECT_INPUT_KEY",
@@ -161,6 +171,14 @@ CONNECT_OUTCOMES: Mapping[ConnectVerdict, Outcome] = {
 }
 
 
+_SETTLED: Mapping[ConnectVerdict, Verdict] = {
+    ConnectVerdict.DECLINED: Verdict(VerdictKind.DECLINED),
+    ConnectVerdict.CANCELLED: Verdict(VerdictKind.CANCELLED),
+    ConnectVerdict.INVALID: Verdict(VerdictKind.INVALID, problem="answer accept, decline or cancel"),
+}
+"""The verdicts that settle on the confirmation path like a form's (`ConfirmedAction.settle`)."""
+
+
 def judge_connect(answer: Any, pending: PendingConnection | None) -> ConnectVerdict:
     """Classify the URL-mode answer against the server's record of the connection."""
     if answer is None:
@@ -182,37 +200,6 @@ def judge_connect(answer: Any, pending: PendingConnection | None) -> ConnectVerd
 
 
 @dataclass(frozen=True, slots=True)
-class PublishState:
-    """The plaintext of the sealed `requestState` (the SDK seals and binds it)."""
-
-    principal: str
-    workspace: str
-    note_id: str
-    target: str
-    connection_id: str
-    confirmation_id: str
-    issued_at: float
-
-    def encode(self) -> str:
-        return json.dumps({"v": 1, "phase": PHASE, **{k: getattr(self, k) for k in self.__slots__}})
-
-    @classmethod
-    def decode(cls, text: object) -> PublishState:
-        try:
-            raw = json.loads(text) if isinstance(text, str) else None
-            if not isinstance(raw, dict) or raw.get("v") != 1 or raw.get("phase") != PHASE:
-                raise InvalidState("state is not a notes_publish connect state")
-            state = cls(**{k: raw[k] for k in cls.__slots__})
-        except (ValueError, KeyError, TypeError):
-            raise InvalidState("malformed notes_publish state") from None
-        if not all(isinstance(getattr(state, k), str) for k in cls.__slots__[:-1]) or not isinstance(
-            state.issued_at, int | float
-        ):
-            raise InvalidState("malformed notes_publish state")
-        return state
-
-
-@dataclass(frozen=True, slots=True)
 class NoteToSend:
     note_id: str
     title: str
@@ -230,6 +217,12 @@ class PublishTool:
         return self.services.connections
 
     async def __call__(self, call: ToolCall) -> ToolResult:
+        try:
+            return await self.publish(call)
+        except Refusal as refusal:
+            return refusal.result()
+
+    async def publish(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])  # 1
         target = self.target(call.arguments["target"])
         note = await anyio.to_thread.run_sync(
@@ -242,32 +235,55 @@ class PublishTool:
                 target, note, await self.deliver(call, target, note, credential, idempotency_key=None)
             )
         require_url_elicitation(call.capabilities)
+        action = self.action(call)
+        bound = {"workspace": str(scope.workspace), "target": target.id}
         if call.live is not None:
-            return await self.ask_live(call, scope, target, note)
+            return await self.ask_live(call, action, bound, target, note)
         if call.request_state is None:
-            state = await anyio.to_thread.run_sync(self.start, call, scope, target, note)
+            state = await anyio.to_thread.run_sync(self.start, call, action, bound, target, note)
             return self.ask(target, note, state)  # 4 ask
-        state = self.verify(call, scope, target)  # 5 verify
-        record = await anyio.to_thread.run_sync(connections.get, state.connection_id)
+        try:  # 5 verify
+            state = action.verify(
+                call.request_state, principal=call.principal, arguments=call.arguments, bound=bound
+            )
+        except InvalidState as exc:
+            raise invalid_state_error(call.name, exc) from None
+        record = await anyio.to_thread.run_sync(connections.get, state.data["connection_id"])
         verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
         if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
             return self.ask(target, note, state, again=verdict is ConnectVerdict.WAITING)
-        return await self.commit(call, state, verdict)  # 7 commit
+        return await self.commit(call, action, state, verdict)  # 7 commit
+
+    def action(self, call: ToolCall) -> ConfirmedAction:
+        """The confirmation path's definition for this tool; the URL-mode answer itself is judged
+        by `judge_connect` against the server's record, then settled like any other."""
+        return ConfirmedAction(
+            tool=call.name,
+            ledger=self.services.ledger,
+            answer=Answer.YES_NO,
+            ttl_seconds=self.services.config.confirmation_ttl_seconds,
+            done_label="published",
+            input_key=CONNECT_INPUT_KEY,
+            nothing_done="nothing was published",
+            phase=PHASE,
+        )
 
     def start(
-        self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
-    ) -> PublishState:
-        """A new pending connection in the server's record, and the state that names it."""
+        self,
+        call: ToolCall,
+        action: ConfirmedAction,
+        bound: Mapping[str, str],
+        target: PublishTarget,
+        note: NoteToSend,
+    ) -> ConfirmationState:
+        """A new pending connection in the server's record, and the confirmation that names it."""
         asked_by = AskedBy(note.note_id, note.title, call.name, call.client_name)
         pending = self.connections.start(call.principal, target.id, self.ttl, asked_by)
-        return PublishState(
-            principal=call.principal,
-            workspace=str(scope.workspace),
-            note_id=note.note_id,
-            target=target.id,
-            connection_id=pending.connection_id,
-            confirmation_id=new_confirmation_id(),
-            issued_at=time.time(),
+        return action.mint(
+            call.principal,
+            call.arguments,
+            bound,
+            data={"note_id": note.note_id, "connection_id": pending.connection_id},
         )
 
     @property
@@ -301,7 +317,7 @@ class PublishTool:
         )
 
     def ask(
-        self, target: PublishTarget, note: NoteToSend, state: PublishState, *, again: bool = False
+        self, target: PublishTarget, note: NoteToSend, state: ConfirmationState, *, again: bool = False
     ) -> types.InputRequiredResult:
         message = self.not_finished_message(target) if again else self.connect_message(target, note)
         request = {
@@ -309,7 +325,7 @@ class PublishTool:
             "params": {
                 "mode": "url",
                 "message": message,
-                "url": self.connect_url(state.connection_id),
+                "url": self.connect_url(state.data["connection_id"]),
             },
         }
         return types.InputRequiredResult(
@@ -318,21 +334,27 @@ class PublishTool:
         )
 
     async def ask_live(
-        self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget, note: NoteToSend
+        self,
+        call: ToolCall,
+        action: ConfirmedAction,
+        bound: Mapping[str, str],
+        target: PublishTarget,
+        note: NoteToSend,
     ) -> types.CallToolResult:
         """Legacy session: ask live with an elicitationId, wait for the record, then judge and commit."""
         assert call.live is not None
-        state = await anyio.to_thread.run_sync(self.start, call, scope, target, note)
+        state = await anyio.to_thread.run_sync(self.start, call, action, bound, target, note)
+        connection_id = state.data["connection_id"]
         answer = await call.live.url(
-            self.connect_message(target, note), self.connect_url(state.connection_id), state.connection_id
+            self.connect_message(target, note), self.connect_url(connection_id), connection_id
         )
-        record = await anyio.to_thread.run_sync(self.connections.get, state.connection_id)
+        record = await anyio.to_thread.run_sync(self.connections.get, connection_id)
         if answer.action == "accept" and record is not None:
             record = await self.wait_for_record(record)
             if record is not None and record.status is ConnectionStatus.DONE:
                 await call.live.completed(record.connection_id)
         verdict = judge_connect(answer, record)
-        return await self.commit(call, state, verdict, retriable=False)
+        return await self.commit(call, action, state, verdict, retriable=False)
 
     async def wait_for_record(self, pending: PendingConnection) -> PendingConnection | None:
         current: PendingConnection | None = pending
@@ -341,55 +363,62 @@ class PublishTool:
             current = await anyio.to_thread.run_sync(self.connections.get, pending.connection_id)
         return current
 
-    def verify(self, call: ToolCall, scope: WorkspaceScope, target: PublishTarget) -> PublishState:
-        state = PublishState.decode(call.request_state)
-        if (
-            state.principal != call.principal
-            or state.workspace != str(scope.workspace)
-            or state.target != target.id
-        ):
-            raise InvalidState("state was minted for another principal, workspace or target")
-        return state
-
     async def commit(
-        self, call: ToolCall, state: PublishState, verdict: ConnectVerdict, *, retriable: bool = True
+        self,
+        call: ToolCall,
+        action: ConfirmedAction,
+        state: ConfirmationState,
+        verdict: ConnectVerdict,
+        *,
+        retriable: bool = True,
     ) -> types.CallToolResult:
-        outcome = CONNECT_OUTCOMES[verdict]
-        ledger = self.services.ledger
-        if not outcome.consumes:
+        """Decline, cancel and an invalid answer settle on the confirmation path; an expired link is
+        refused; a finished connection sends the note under a pending claim (module docstring)."""
+        if verdict is ConnectVerdict.CONNECTED:
+            return await self.send(call, action, state)
+        if verdict is ConnectVerdict.EXPIRED:
             prior = await anyio.to_thread.run_sync(
-                ledger.consumed_outcome, state.confirmation_id, call.principal
+                action.ledger.consumed_outcome, state.confirmation_id, call.principal
             )
             if prior is not None:
                 raise already_used(call.name, prior)
-        if verdict is ConnectVerdict.INVALID:
-            return tool_error("invalid_answer", "nothing was published: answer accept, decline or cancel")
-        if verdict is ConnectVerdict.EXPIRED:
-            return tool_error(
+            raise Refusal(
                 "connection_expired",
                 "nothing was published: the connect link expired or was abandoned before it was completed. "
                 "Call notes_publish again for a new link.",
             )
-        structured: dict[str, Any] = {"target": state.target, "noteId": state.note_id}
-        if verdict is ConnectVerdict.CANCELLED:
+        structured = {"target": state.bound["target"], "noteId": state.data["note_id"]}
+
+        def unchanged(outcome: str, until: str | None) -> Done:
+            if outcome == "declined":
+                return Done({**structured, "outcome": "declined"}, None, "Declined: nothing was published.")
             text = "Cancelled: nothing was published."
-            if retriable:
-                until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(state.issued_at + self.ttl))
-                structured["retriableUntil"] = until
-                text += f" The same link can be completed and answered again until {until}."
-            return result({**structured, "outcome": "cancelled"}, text)
-        target = self.target(state.target)
-        claim = Claim(
-            confirmation_id=state.confirmation_id,
-            principal=call.principal,
-            tool=call.name,
-            outcome=PUBLISHING if outcome.mutates else outcome.label,
-            expires_at=state.issued_at + self.services.config.confirmation_ttl_seconds + EXPIRY_SKEW_SECONDS,
+            if until is None:
+                return Done({**structured, "outcome": "cancelled"}, None, text)
+            until = iso8601(state.issued_at + self.ttl)  # the link's own expiry, not the state's
+            text += f" The same link can be completed and answered again until {until}."
+            return Done({**structured, "outcome": "cancelled", "retriableUntil": until}, None, text)
+
+        def abandon(txn: LedgerTxn) -> None:  # with the decline's claim, in its transaction
+            self.connections.abandon(state.data["connection_id"], call.principal, txn)
+
+        settle = partial(
+            action.settle,
+            state,
+            _SETTLED[verdict],
+            call.principal,
+            None,
+            unchanged,
+            retriable=retriable,
+            withdraw=abandon,
         )
-        if verdict is ConnectVerdict.DECLINED:
-            declined = {**structured, "outcome": "declined"}
-            await anyio.to_thread.run_sync(self.decline, call, state, claim, declined)
-            return result(declined, "Declined: nothing was published.")
+        return await anyio.to_thread.run_sync(settle)
+
+    async def send(
+        self, call: ToolCall, action: ConfirmedAction, state: ConfirmationState
+    ) -> types.CallToolResult:
+        target = self.target(state.bound["target"])
+        claim = action.claim(state, call.principal, PUBLISHING)
         lease = await anyio.to_thread.run_sync(self.claim, call, state, claim)
         try:
             note, credential = await anyio.to_thread.run_sync(self.what_to_send, call, state, target)
@@ -408,28 +437,19 @@ class PublishTool:
             raise
         done = published(target, note, delivery)
         sent = f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
-        kept = receipt(done.structured_content or {}, sent)
-        await anyio.to_thread.run_sync(self.record, call, state, lease, outcome.label, kept)
+        kept = receipt(Done(done.structured_content or {}, sent), "published")
+        await anyio.to_thread.run_sync(self.record, call, state, lease, "published", kept)
         return done
 
     def what_to_send(
-        self, call: ToolCall, state: PublishState, target: PublishTarget
+        self, call: ToolCall, state: ConfirmationState, target: PublishTarget
     ) -> tuple[NoteToSend, str | None]:
         """Re-authorized now (the claim may come long after round 1): the note and the credential."""
         scope = self.services.grants.reauthorize_workspace(call.principal, call.arguments["workspaceUri"])
-        note = read_note(self.services.store, scope, state.note_id)
+        note = read_note(self.services.store, scope, state.data["note_id"])
         return note, self.connections.credential(call.principal, target.id)
 
-    def decline(self, call: ToolCall, state: PublishState, claim: Claim, declined: dict[str, Any]) -> None:
-        with self.services.ledger.critical_section() as txn:
-            if not txn.claim_confirmation(claim):
-                raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-            self.connections.abandon(state.connection_id, call.principal, txn)
-            txn.record_receipt(
-                state.confirmation_id, receipt(declined, None, otherwise="nothing was published")
-            )
-
-    def claim(self, call: ToolCall, state: PublishState, claim: Claim) -> float:
+    def claim(self, call: ToolCall, state: ConfirmationState, claim: Claim) -> float:
         """The first short critical section: the confirmation is this call's to send (a lease)."""
         with self.services.ledger.critical_section() as txn:
             lease = claim_pending(txn, claim, now=time.time(), stale_after=PUBLISH_LEASE_SECONDS)
@@ -448,7 +468,7 @@ class PublishTool:
     def record(
         self,
         call: ToolCall,
-        state: PublishState,
+        state: ConfirmationState,
         lease: float,
         outcome: str | None,
         kept: Mapping[str, Any] | None = None,
@@ -462,7 +482,7 @@ class PublishTool:
             if settled and kept is not None:
                 txn.record_receipt(state.confirmation_id, kept)
 
-    def give_back(self, call: ToolCall, state: PublishState, lease: float) -> None:
+    def give_back(self, call: ToolCall, state: ConfirmationState, lease: float) -> None:
         """Nothing was sent: the same answer may be given again. If the ledger cannot be reached
         now, the lease goes stale and a later attempt takes it over (`ledger.pending`)."""
         try:

@@ -8,9 +8,10 @@ path of one delete (`notes_delete`), with its own phase and form:
     3 find      the entries to purge: all, or those deleted more than olderThanDays ago
     4 ask       a yes/no form saying how many notes and which; sealed state with a `Selection`
                 (count, digest of every entry's id and identity, the deleted-before bound)
-    5 verify    SDK boundary + phase, principal, workspace
+    5 verify    SDK boundary + phase, principal, arguments, workspace  (`confirm.flow`, as every
+                confirmed tool)
     6 judge     `forms.judge_confirmation` under the same OUTCOMES table
-    7 commit    one critical section: claim the confirmation id, re-authorize, re-contain,
+    7 commit    one transaction: claim the confirmation id (`confirm.flow`), re-authorize, re-contain,
                 select again with the sealed bound; the digest must match (else `trash_changed`,
                 nothing purged); purge, with progress when the request asked for it
 """
@@ -28,34 +29,27 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.forms import (
-    OUTCOMES,
-    TRASH_EMPTY_INPUT_KEY,
-    Verdict,
-    VerdictKind,
-    judge_confirmation,
-    trash_empty_form,
-)
-from notewarden.confirm.state import ConfirmationState, InvalidState, Selection, new_confirmation_id
+from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.forms import TRASH_EMPTY_INPUT_KEY, Answer, trash_empty_form
+from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
-from notewarden.ledger import EXPIRY_SKEW_SECONDS, Claim
 from notewarden.notes.store import ProgressSink, TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, tool_error
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import (
     NOTE_ID,
     NOTE_OBJECT,
     WORKSPACE_URI,
-    already_used,
     complete,
     iso8601,
     note_object,
     progress_sink,
-    receipt,
+    reauthorize_sealed,
     require_note_path,
+    sealed_workspace,
 )
 
 __all__ = ["PHASE", "notes_restore", "notes_trash_empty", "notes_trash_list"]
@@ -163,113 +157,80 @@ class TrashTools:
             call.capabilities, "notes_trash_empty needs form elicitation to let the user confirm the purge"
         )
         scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
-        if call.request_state is None:
-            days = call.arguments.get("olderThanDays")
-            bound = time.time() - (days or 0) * 86400
-            entries = await anyio.to_thread.run_sync(self._entries, scope, bound)
-            if not entries:
-                return complete(self._result("nothing_to_empty", str(scope.uri), []))
-            return self.ask(scope, entries, bound)
-        state = ConfirmationState.decode(call.request_state, phase=PHASE)
-        if (
-            state.principal != call.principal
-            or state.workspace != str(scope.workspace)
-            or not state.selection
-        ):
-            raise InvalidState("state was minted for another principal or workspace")
-        verdict = judge_confirmation(call.input_responses.get(TRASH_EMPTY_INPUT_KEY))
-        if verdict.kind is VerdictKind.MISSING:
-            entries = await anyio.to_thread.run_sync(self._entries, scope, state.selection.bound)
-            return self.ask(scope, entries, state.selection.bound)
-        async with progress_sink(call.report_progress) as progress:
-            return await anyio.to_thread.run_sync(self.commit, call, state, verdict, progress)
+        shown_uri = str(scope.uri)
 
-    def ask(
-        self, scope: WorkspaceScope, entries: list[TrashedNote], bound: float
-    ) -> types.InputRequiredResult:
-        state = ConfirmationState(
+        def offer(prior: ConfirmationState | None) -> Offer | types.CallToolResult:  # 3 find, 4 ask
+            if prior is not None and prior.selection is not None:
+                bound = prior.selection.bound
+            else:
+                bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
+            entries = self._entries(scope, bound)
+            if not entries:
+                return complete(self._result("nothing_to_empty", shown_uri, []))
+            return Offer(
+                self.form(scope, entries),
+                selection=Selection(len(entries), selection_digest(entries), bound),
+                data=sealed_workspace(scope),
+            )
+
+        def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
+            return empty_receipt(self._result("emptied", shown_uri, self.purge(call, confirmed, progress)))
+
+        def unchanged(outcome: str, until: str | None) -> Done:
+            result = self._result(outcome, shown_uri, [])
+            return Done(result if until is None else {**result, "retriableUntil": until})
+
+        action = ConfirmedAction(
+            tool=call.name,
+            ledger=self.services.trash_ledger(scope.workspace),
+            answer=Answer.YES_NO,
+            ttl_seconds=self.services.config.confirmation_ttl_seconds,
+            done_label="emptied",
+            input_key=TRASH_EMPTY_INPUT_KEY,
+            nothing_done="nothing was deleted",
             phase=PHASE,
-            principal=scope.principal,
-            workspace=str(scope.workspace),
-            workspace_identity=scope.identity,
-            candidates=(),
-            confirmation_id=new_confirmation_id(),
-            issued_at=time.time(),
-            selection=Selection(len(entries), selection_digest(entries), bound),
         )
+        async with progress_sink(call.report_progress) as progress:
+            return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
+                principal=call.principal,
+                arguments=call.arguments,
+                request_state=call.request_state,
+                input_responses=call.input_responses,
+                offer=offer,
+                effect=effect,
+                unchanged=unchanged,
+                bound={"workspace": str(scope.workspace)},
+            )
+
+    @staticmethod
+    def form(scope: WorkspaceScope, entries: Sequence[TrashedNote]) -> dict[str, Any]:
         shown = [
             f"{e.title} — {e.note_id} — deleted {datetime.fromtimestamp(e.deleted_at, tz=UTC):%Y-%m-%d %H:%M} UTC"
             for e in entries[:SHOWN_IN_FORM]
         ]
-        form = trash_empty_form(str(scope.uri), len(entries), shown, len(entries) - len(shown))
-        return types.InputRequiredResult(
-            input_requests={TRASH_EMPTY_INPUT_KEY: types.ElicitRequest.model_validate(form)},
-            request_state=state.encode(),
-        )
+        return trash_empty_form(str(scope.uri), len(entries), shown, len(entries) - len(shown))
 
-    def commit(
-        self, call: ToolCall, state: ConfirmationState, verdict: Verdict, progress: ProgressSink | None
-    ) -> types.CallToolResult:
-        assert state.selection is not None
-        outcome = OUTCOMES[verdict.kind]
-        ledger = self.services.trash_ledger(state.workspace)
-        if not outcome.consumes:
-            prior = ledger.consumed_outcome(state.confirmation_id, call.principal)
-            if prior is not None:
-                raise already_used(call.name, prior)
-        label = "emptied" if outcome.mutates else outcome.label
-        shown_uri = str(
-            self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"]).uri
+    def purge(self, call: ToolCall, confirmed: Confirmed, progress: ProgressSink | None) -> list[TrashedNote]:
+        """Select again with the sealed bound; the digest must match, or nothing is purged."""
+        selection = confirmed.state.selection
+        assert selection is not None
+        scope = reauthorize_sealed(
+            self.services.grants, call.principal, call.arguments["workspaceUri"], confirmed.state
         )
-        if verdict.kind is VerdictKind.INVALID:
-            return tool_error(
-                "invalid_answer",
-                f"nothing was deleted: {verdict.problem}. The confirmation is still usable; answer the form again.",
+        entries = [
+            e for e in self.services.store.list_trash(confirmed.txn, scope) if e.deleted_at <= selection.bound
+        ]
+        if selection_digest(entries) != selection.digest:
+            raise ToolFailure(
+                "trash_changed",
+                f"nothing was deleted: the trash changed since you confirmed ({selection.count} "
+                f"notes then, {len(entries)} now). Call notes_trash_empty again and confirm anew.",
             )
-        purged: list[TrashedNote] = []
-        if outcome.consumes:
-            claim = Claim(
-                confirmation_id=state.confirmation_id,
-                principal=call.principal,
-                tool=call.name,
-                outcome=label,
-                expires_at=state.issued_at
-                + self.services.config.confirmation_ttl_seconds
-                + EXPIRY_SKEW_SECONDS,
-            )
-            with ledger.critical_section() as txn:
-                if not txn.claim_confirmation(claim):
-                    raise already_used(call.name, txn.prior_outcome(state.confirmation_id, call.principal))
-                if outcome.mutates:
-                    scope = self.services.grants.reauthorize_workspace(
-                        call.principal, call.arguments["workspaceUri"]
-                    )
-                    scope.verify_identity(state.workspace_identity)
-                    entries = [
-                        e
-                        for e in self.services.store.list_trash(txn, scope)
-                        if e.deleted_at <= state.selection.bound
-                    ]
-                    if selection_digest(entries) != state.selection.digest:
-                        raise ToolFailure(
-                            "trash_changed",
-                            f"nothing was deleted: the trash changed since you confirmed ({state.selection.count} "
-                            f"notes then, {len(entries)} now). Call notes_trash_empty again and confirm anew.",
-                        )
-                    try:
-                        self.services.store.purge_trash(txn, scope, entries, progress=progress)
-                    except IdentityMismatch as exc:
-                        raise ToolFailure("trash_changed", f"nothing was deleted: {exc}") from None
-                    purged = entries
-                txn.record_receipt(
-                    state.confirmation_id, empty_receipt(self._result(label, shown_uri, purged))
-                )
-        structured = self._result(label, shown_uri, purged)
-        if verdict.kind is VerdictKind.CANCELLED:
-            structured["retriableUntil"] = iso8601(
-                state.issued_at + self.services.config.confirmation_ttl_seconds
-            )
-        return complete(structured)
+        try:
+            self.services.store.purge_trash(confirmed.txn, scope, entries, progress=progress)
+        except IdentityMismatch as exc:
+            raise ToolFailure("trash_changed", f"nothing was deleted: {exc}") from None
+        return entries
 
     @staticmethod
     def _result(outcome: str, workspace: str, purged: list[TrashedNote]) -> dict[str, Any]:
@@ -295,13 +256,14 @@ def _decode_trash_cursor(cursor: str) -> str:
         raise invalid_trash_cursor() from None
 
 
-def empty_receipt(result: dict[str, Any]) -> dict[str, Any]:
-    done = None
-    if result["outcome"] == "emptied":
-        names = ", ".join(visible(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
-        more = f" and {result['purged'] - SHOWN_IN_FORM} more" if result["purged"] > SHOWN_IN_FORM else ""
-        done = f"{result['purged']} notes were permanently deleted from the trash of {result['workspaceUri']}: {names}{more}"
-    return receipt(result, done, otherwise="nothing was deleted")
+def empty_receipt(result: dict[str, Any]) -> Done:
+    """The emptied trash's result, and what it did in a sentence (for a replay's receipt)."""
+    names = ", ".join(visible(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
+    more = f" and {result['purged'] - SHOWN_IN_FORM} more" if result["purged"] > SHOWN_IN_FORM else ""
+    return Done(
+        result,
+        f"{result['purged']} notes were permanently deleted from the trash of {result['workspaceUri']}: {names}{more}",
+    )
 
 
 def notes_trash_list(services: Services) -> ToolDef:

@@ -13,8 +13,8 @@ from typing import Any
 from notewarden.confirm.forms import delete_form, history_purge_form
 from notewarden.confirm.state import Candidate
 from notewarden.forms.lint import Problem, lint_form
-from notewarden.scope.fsroot import FileIdentity
-from notewarden.tools.notes_delete import MAX_CANDIDATES
+from notewarden.notes.model import Note, NoteIdentity
+from notewarden.tools.notes_delete import MAX_CANDIDATES, as_candidate
 from notewarden.tools.workspace_hint import MAX_OFFERED_WORKSPACES, choice_form
 
 __all__ = ["check_own_forms", "own_forms"]
@@ -22,7 +22,9 @@ __all__ = ["check_own_forms", "own_forms"]
 
 def _candidates(count: int) -> list[Candidate]:
     return [
-        Candidate(f"folder/note-{i}.md", f"Note {i}", FileIdentity(1, i, 1_700_000_000_000_000_000, 10))
+        as_candidate(
+            Note(f"folder/note-{i}.md", f"Note {i}", NoteIdentity((1, i), 1_700_000_000_000_000_000, 10))
+        )
         for i in range(count)
     ]
 

@@ -1,34 +1,28 @@
-"""What the note tools have in common: argument schemas, the note object, results, progress,
-and the one answer to a confirmation that was already used.
+"""What the note tools have in common: argument schemas, the note object, results, progress.
 
 Every result of these tools carries `structuredContent` and, in one text block, exactly the same
 object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing. That text
 is shown to people: format characters in it are JSON-escaped (`display.visible_json`).
 
-A confirmed tool (notes_delete, notes_trash_empty, notes_publish) keeps a receipt with its claim,
-in the same transaction (`LedgerTxn.record_receipt`): whether it changed anything, a sentence for
-people, and the result it answered. A reply lost on the way back is then not a mystery: the same
-principal sending the same confirmation again gets `confirmation_already_used` saying what was
-done, and the first result under `error.previous`. The ledger reads receipts back for the
-principal that claimed them only, so another principal learns nothing.
+A confirmed tool's receipt and its one answer to a confirmation already used are the confirmation
+path's (`confirm.flow`: `receipt`, `already_used`), like every other step of it.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import mcp_types as types
 
-from notewarden.display import visible_json
-from notewarden.ledger import PriorUse
+from notewarden.confirm.flow import Done, answer, iso8601
+from notewarden.confirm.state import ConfirmationState
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
-from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.grants import Grants, WorkspaceScope
 from notewarden.scope.note_paths import NOTE_SUFFIXES
 from notewarden.tools.registry import ToolFailure
 
@@ -38,14 +32,14 @@ __all__ = [
     "NOTE_ID",
     "NOTE_OBJECT",
     "WORKSPACE_URI",
-    "already_used",
     "complete",
     "iso8601",
     "note_object",
     "note_uri",
     "progress_sink",
-    "receipt",
+    "reauthorize_sealed",
     "require_note_path",
+    "sealed_workspace",
 ]
 
 WORKSPACE_URI: dict[str, Any] = {
@@ -76,10 +70,6 @@ NOTE_OBJECT: dict[str, Any] = {
 }
 
 
-def iso8601(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def note_uri(scope: WorkspaceScope, note_id: str) -> str:
     return str(scope.workspace.joinpath(tuple(note_id.split("/"))))
 
@@ -98,10 +88,23 @@ def note_object(scope: WorkspaceScope, note: Note, version: str | None = None) -
 
 
 def complete(structured: Mapping[str, Any]) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=visible_json(structured))],
-        structured_content=dict(structured),
-    )
+    return answer(Done(structured))
+
+
+def sealed_workspace(scope: WorkspaceScope) -> dict[str, str]:
+    """The workspace folder's identity, for a confirmation to carry to its commit (`Offer.data`)."""
+    dev, ino = scope.identity
+    return {"workspace_identity": f"{dev}:{ino}"}
+
+
+def reauthorize_sealed(
+    grants: Grants[Any], principal: str, workspace_uri: str, state: ConfirmationState
+) -> WorkspaceScope:
+    """In a confirmed commit: authorize and contain again, and check the folder is the one confirmed."""
+    scope = grants.reauthorize_workspace(principal, workspace_uri)
+    dev, ino = state.data["workspace_identity"].split(":")
+    scope.verify_identity((int(dev), int(ino)))
+    return scope
 
 
 def require_note_path(path: str, argument: str) -> str:
@@ -170,37 +173,3 @@ class _ProgressRelay:
         value, self.pending = self.pending, None
         if value is not None:
             await self.report(*value)
-
-
-_WHY_NOTHING = {"declined": "it was declined", "not_confirmed": "the answer did not confirm it"}
-
-
-def receipt(
-    result: Mapping[str, Any], done: str | None, *, otherwise: str = "nothing was changed"
-) -> dict[str, Any]:
-    """What a commit did. `done` says what it changed, completing "already done: …" for a person
-    (names through `display.visible`); None when it changed nothing, which is said as "already
-    answered: it was declined, so `otherwise`"."""
-    if done is None:
-        outcome = str(result.get("outcome"))
-        why = _WHY_NOTHING.get(outcome, f"it was answered {outcome}")
-        return {"done": False, "summary": f"{why}, so {otherwise}", "result": dict(result)}
-    return {"done": True, "summary": done, "result": dict(result)}
-
-
-def already_used(tool: str, prior: PriorUse | None) -> ToolFailure:
-    """The answer to any use of a confirmation after its first, with its receipt when there is one."""
-    again = f"Call {tool} again to start a new confirmation."
-    kept = prior.receipt if prior is not None else None
-    if kept is None or not isinstance(kept.get("summary"), str):
-        outcome = prior.outcome if prior is not None else "consumed"
-        return ToolFailure(
-            "confirmation_already_used",
-            f"this confirmation was already used ({outcome}); nothing more was done. {again}",
-        )
-    return ToolFailure(
-        "confirmation_already_used",
-        f"{'already done' if kept.get('done') else 'already answered'}: {kept['summary']}. This confirmation "
-        f"was used once, and nothing more was done now. {again}",
-        {"previous": kept.get("result")},
-    )

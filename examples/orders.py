@@ -1,0 +1,156 @@
+"""A shop's orders in SQLite, and its confirmed "cancel order" action (`notewarden.confirm`).
+
+Everything here is the shop's own code; the two servers (`orders_server.py` on the SDK's
+`MCPServer`, `orders_lowlevel.py` on its lowlevel `Server`) only wire it to a tool.
+
+The orders table lives in the ledger's database (`ORDERS`, a schema component the ledger creates
+and upgrades), so the effect updates it through the transaction that claims the confirmation:
+an order is cancelled exactly when its confirmation is consumed, never one without the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.request_state import RequestStateSecurity
+
+from notewarden.confirm import (
+    Answer,
+    Candidate,
+    Confirmed,
+    ConfirmedAction,
+    Done,
+    Ledger,
+    Offer,
+    Refusal,
+    SchemaComponent,
+    open_sqlite_ledger,
+    pick_one_form,
+)
+
+ORDERS = SchemaComponent(
+    "orders",
+    tables=("orders",),
+    sqlite=(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, item TEXT NOT NULL, "
+        "status TEXT NOT NULL DEFAULT 'open', version INTEGER NOT NULL DEFAULT 1)",
+    ),
+    postgres=(
+        "CREATE TABLE orders (id BIGSERIAL PRIMARY KEY, customer TEXT NOT NULL, item TEXT NOT NULL, "
+        "status TEXT NOT NULL DEFAULT 'open', version INTEGER NOT NULL DEFAULT 1)",
+    ),
+)
+CANCEL_ORDER = types.Tool(
+    name="cancel_order",
+    description="Cancel one of a customer's open orders; the user picks it and confirms.",
+    input_schema={
+        "type": "object",
+        "properties": {"customer": {"type": "string", "minLength": 1}},
+        "required": ["customer"],
+    },
+    annotations=types.ToolAnnotations(destructive_hint=True, idempotent_hint=False),
+)
+
+
+def open_orders(db: Path) -> Ledger:
+    """The ledger, in the shop's database, with the orders table beside it."""
+    return open_sqlite_ledger(db, schema=(ORDERS,))
+
+
+def cancel_action(ledger: Ledger, ttl: float) -> ConfirmedAction:
+    return ConfirmedAction(
+        tool="cancel_order",
+        ledger=ledger,
+        answer=Answer.PICK_ONE,
+        ttl_seconds=ttl,
+        done_label="cancelled_order",
+        nothing_done="no order was cancelled",
+        pick_field="order_id",
+        noun="order",
+    )
+
+
+def offer(ledger: Ledger, customer: str) -> Offer | types.CallToolResult:
+    """Round 1: the customer's open orders, each with its row version as the fingerprint."""
+    with ledger.snapshot() as db:
+        rows = db.execute(
+            "SELECT id, item, version FROM orders WHERE customer = ? AND status = 'open' ORDER BY id",
+            (customer,),
+        )
+    if not rows:
+        return Refusal("no_open_order", f"{customer} has no open order").result()
+    found = [Candidate(str(i), item, str(version), f"order {i}") for i, item, version in rows]
+    return Offer(
+        pick_one_form(
+            f"Cancel an order of {customer}?",
+            found,
+            pick_title="Order",
+            field="order_id",
+            confirm_title="Yes, cancel this order",
+        ),
+        candidates=found,
+    )
+
+
+def cancel(confirmed: Confirmed) -> Done:
+    """Inside the claim's transaction: cancel the picked order if it is still the version shown."""
+    (picked,) = confirmed.chosen
+    done = confirmed.txn.execute(
+        "UPDATE orders SET status = 'cancelled', version = version + 1 "
+        "WHERE id = ? AND version = ? AND status = 'open' RETURNING id",
+        (int(picked.id), int(picked.fingerprint)),
+    )
+    if not done:  # raising rolls the claim back: the user may confirm again after a fresh look
+        raise Refusal("order_changed", f"order {picked.id} changed since it was shown; nothing was cancelled")
+    return Done({"outcome": "cancelled_order", "orderId": picked.id}, f"order {picked.id} was cancelled")
+
+
+def unchanged(outcome: str, until: str | None) -> Done:
+    return Done({"outcome": outcome, **({"retriableUntil": until} if until else {})})
+
+
+def call_cancel(
+    action: ConfirmedAction,
+    principal: str,
+    customer: str,
+    request_state: str | None,
+    input_responses: Mapping[str, Any] | None,
+) -> Any:
+    """The one call both servers make (an awaitable result)."""
+    return action.run(
+        principal=principal,
+        arguments={"customer": customer},
+        request_state=request_state,
+        input_responses=input_responses,
+        offer=lambda _prior: offer(action.ledger, customer),
+        effect=cancel,
+        unchanged=unchanged,
+    )
+
+
+def sealing(db: Path, ttl: float) -> RequestStateSecurity:
+    """One AES key per database, kept beside it (mode 0600), so every process serving the same
+    orders opens the others' `requestState`: a replay reaches the ledger, which refuses it."""
+    key_file = db.with_suffix(".key")
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+    except FileExistsError:
+        pass
+    return RequestStateSecurity(keys=[key_file.read_text().strip()], ttl=ttl, bind_principal=None)
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--db", type=Path, required=True, help="the shop's SQLite database")
+    parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
+    parser.add_argument("--principal", default="clerk", help="who the (unauthenticated) caller is")
+    parser.add_argument("--ttl", type=float, default=600.0, help="seconds a confirmation may be answered")
+    return parser.parse_args()
