@@ -4,7 +4,6 @@ together, a refused effect gives the claim back, racing answers produce one effe
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -152,14 +151,3 @@ def test_racing_answers_produce_one_effect(ledger: Ledger) -> None:
         outcomes = sorted(pool.map(settle, range(8)))
     assert outcomes == ["confirmation_already_used"] * 7 + ["scrapped"]
     assert (scrap.scrapped(), scrap.claims(), scrap.effects) == (1, 1, 1)
-
-
-def test_confirm_stands_alone() -> None:
-    """The library imports the SDK, the ledger, faults and display: no notes, scope or tools."""
-    allowed = ("notewarden.confirm", "notewarden.ledger", "notewarden.faults", "notewarden.display")
-    for module in CONFIRM_PACKAGE.glob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("notewarden"):
-                assert node.module.startswith(allowed), (module.name, node.module)
-            if isinstance(node, ast.Import):
-                assert not any(a.name.startswith("notewarden") for a in node.names), module.name
