@@ -1,3 +1,5 @@
+"""`python -m notewarden`: the same command line as the `notewarden` script (`cli.main`)."""
+
 import sys
 
 from notewarden.cli import main
