@@ -1,4 +1,4 @@
-"""Notes: the model, the `NoteStore` protocol and its stores (markdown files with an index, rows in
-SQLite or PostgreSQL). No SDK imports; files only through `scope` (a `WorkspaceRoot`), the database
-only through the ledger's open transaction.
+"""Notes: the model, the `NoteStore` protocol and its stores (markdown files with their own SQLite
+index, or rows in SQLite or PostgreSQL beside the ledger). No SDK imports; workspace files only
+through `scope` (a `WorkspaceRoot`); the ledger's database only through the ledger's transactions.
 """
