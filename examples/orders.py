@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from notewarden.confirm import (
     Offer,
     Refusal,
     SchemaComponent,
+    ToolResult,
     open_sqlite_ledger,
     pick_one_form,
 )
@@ -121,8 +122,8 @@ def call_cancel(
     customer: str,
     request_state: str | None,
     input_responses: Mapping[str, Any] | None,
-) -> Any:
-    """The one call both servers make (an awaitable result)."""
+) -> Coroutine[Any, Any, ToolResult]:
+    """The one call both servers make (the round's result, to await)."""
     return action.run(
         principal=principal,
         arguments={"customer": customer},

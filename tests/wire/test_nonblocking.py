@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -213,8 +216,9 @@ def test_a_stalled_config_reload_delays_only_the_request_waiting_for_it(
                     fd = os.open(deployment.config, os.O_WRONLY | os.O_NONBLOCK)
                 except OSError:  # no reader right now (or the FIFO is gone)
                     pass
-                else:
-                    os.write(fd, good)
+                else:  # one copy per reading: a reader not yet scheduled must not find two
+                    if not struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]:
+                        os.write(fd, good)
                     os.close(fd)
             time.sleep(0.01)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer, Refusal, already_used
+from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer, Refusal, ToolResult, already_used
 from notewarden.confirm.forms import (
     OUTCOMES,
     Answer,
@@ -66,6 +66,7 @@ __all__ = [
     "Refusal",
     "SchemaComponent",
     "Selection",
+    "ToolResult",
     "Verdict",
     "VerdictKind",
     "already_used",

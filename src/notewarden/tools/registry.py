@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
+from notewarden.confirm.flow import ToolResult
 from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
@@ -49,6 +50,7 @@ __all__ = [
     "ToolDef",
     "ToolFailure",
     "ToolRegistry",
+    "ToolResult",
     "declare",
     "known_failure",
     "object_schema",
@@ -123,7 +125,6 @@ class ToolCall:
     """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
 
 
-ToolResult = types.CallToolResult | types.InputRequiredResult
 ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
 
 
