@@ -34,7 +34,6 @@ from notewarden.confirm import (
 )
 from tests.pg import PgDatabase, database_url
 
-CONFIRM_PACKAGE = Path(__file__).resolve().parents[2] / "src" / "notewarden" / "confirm"
 WIDGETS = SchemaComponent(
     "widgets",
     tables=("widgets",),

@@ -32,7 +32,7 @@ from typing import Any
 
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer
 from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
 from notewarden.display import visible
@@ -42,7 +42,7 @@ from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.services import Services
 from notewarden.tools.registry import MissingCapability, ToolCall, ToolDef, ToolFailure, ToolResult
-from notewarden.tools.results import reauthorize_sealed, sealed_workspace
+from notewarden.tools.results import confirm_in_workspace, reauthorize_sealed, sealed_workspace
 from notewarden.tools.workspace_hint import resolve_workspace
 
 __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
@@ -145,27 +145,21 @@ class DeleteTool:
         def unchanged(outcome: str, until: str | None) -> Done:
             return not_deleted(outcome, workspace, until)
 
-        action = ConfirmedAction(
-            tool=call.name,
-            ledger=self.services.trash_ledger(scope.workspace),
+        live = call.live
+        return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
+            self.services,
+            call,
+            scope,
             answer=Answer.PICK_ONE if query is not None else Answer.PICK_SOME,
-            ttl_seconds=self.services.config.confirmation_ttl_seconds,
             done_label="deleted",
             input_key=DELETE_INPUT_KEY,
             nothing_done="nothing was deleted",
             phase=PHASE,
             noun="note",
-        )
-        live = call.live
-        return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
-            principal=call.principal,
-            arguments={k: v for k, v in call.arguments.items() if k != "workspaceUri"},
-            request_state=call.request_state,
-            input_responses=call.input_responses,
             offer=offer,
             effect=effect,
             unchanged=unchanged,
-            bound={"workspace": str(scope.workspace)},
+            arguments={k: v for k, v in call.arguments.items() if k != "workspaceUri"},
             live=None if live is None else (lambda form: live.form(form["message"], form["requestedSchema"])),
         )
 

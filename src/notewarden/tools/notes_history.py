@@ -32,7 +32,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer
 from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_purge_form
 from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
@@ -49,6 +49,7 @@ from notewarden.tools.results import (
     NOTE_ID,
     WORKSPACE_URI,
     complete,
+    confirm_in_workspace,
     iso8601,
     reauthorize_sealed,
     sealed_workspace,
@@ -175,25 +176,18 @@ class HistoryTools:
             result = self._result(outcome, workspace, 0)
             return Done(result if until is None else {**result, "retriableUntil": until})
 
-        action = ConfirmedAction(
-            tool=call.name,
-            ledger=self.services.trash_ledger(scope.workspace),
+        return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
+            self.services,
+            call,
+            scope,
             answer=Answer.YES_NO,
-            ttl_seconds=self.services.config.confirmation_ttl_seconds,
             done_label="purged",
             input_key=HISTORY_PURGE_INPUT_KEY,
             nothing_done="nothing was purged",
             phase=PHASE,
-        )
-        return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
-            principal=call.principal,
-            arguments=call.arguments,
-            request_state=call.request_state,
-            input_responses=call.input_responses,
             offer=offer,
             effect=effect,
             unchanged=unchanged,
-            bound={"workspace": str(scope.workspace)},
         )
 
     @staticmethod

@@ -29,7 +29,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer
 from notewarden.confirm.forms import TRASH_EMPTY_INPUT_KEY, Answer, trash_empty_form
 from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
@@ -44,6 +44,7 @@ from notewarden.tools.results import (
     NOTE_OBJECT,
     WORKSPACE_URI,
     complete,
+    confirm_in_workspace,
     iso8601,
     note_object,
     progress_sink,
@@ -180,26 +181,19 @@ class TrashTools:
             result = self._result(outcome, shown_uri, [])
             return Done(result if until is None else {**result, "retriableUntil": until})
 
-        action = ConfirmedAction(
-            tool=call.name,
-            ledger=self.services.trash_ledger(scope.workspace),
-            answer=Answer.YES_NO,
-            ttl_seconds=self.services.config.confirmation_ttl_seconds,
-            done_label="emptied",
-            input_key=TRASH_EMPTY_INPUT_KEY,
-            nothing_done="nothing was deleted",
-            phase=PHASE,
-        )
         async with progress_sink(call.report_progress) as progress:
-            return await action.run(  # 5 verify, 6 judge, 7 commit: the confirmation path
-                principal=call.principal,
-                arguments=call.arguments,
-                request_state=call.request_state,
-                input_responses=call.input_responses,
+            return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
+                self.services,
+                call,
+                scope,
+                answer=Answer.YES_NO,
+                done_label="emptied",
+                input_key=TRASH_EMPTY_INPUT_KEY,
+                nothing_done="nothing was deleted",
+                phase=PHASE,
                 offer=offer,
                 effect=effect,
                 unchanged=unchanged,
-                bound={"workspace": str(scope.workspace)},
             )
 
     @staticmethod

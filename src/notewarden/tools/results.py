@@ -18,13 +18,25 @@ import anyio
 import anyio.from_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import Done, answer, iso8601
+from notewarden.confirm.flow import (
+    AskLive,
+    ConfirmedAction,
+    Done,
+    EffectFn,
+    OfferFn,
+    ToolResult,
+    UnchangedFn,
+    answer,
+    iso8601,
+)
+from notewarden.confirm.forms import Answer
 from notewarden.confirm.state import ConfirmationState
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.grants import Grants, WorkspaceScope
 from notewarden.scope.note_paths import NOTE_SUFFIXES
-from notewarden.tools.registry import ToolFailure
+from notewarden.services import Services
+from notewarden.tools.registry import ToolCall, ToolFailure
 
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -33,6 +45,7 @@ __all__ = [
     "NOTE_OBJECT",
     "WORKSPACE_URI",
     "complete",
+    "confirm_in_workspace",
     "iso8601",
     "note_object",
     "note_uri",
@@ -95,6 +108,50 @@ def sealed_workspace(scope: WorkspaceScope) -> dict[str, str]:
     """The workspace folder's identity, for a confirmation to carry to its commit (`Offer.data`)."""
     dev, ino = scope.identity
     return {"workspace_identity": f"{dev}:{ino}"}
+
+
+async def confirm_in_workspace(
+    services: Services,
+    call: ToolCall,
+    scope: WorkspaceScope,
+    *,
+    answer: Answer,
+    done_label: str,
+    input_key: str,
+    nothing_done: str,
+    phase: str,
+    offer: OfferFn,
+    effect: EffectFn,
+    unchanged: UnchangedFn,
+    noun: str = "item",
+    arguments: Mapping[str, Any] | None = None,
+    live: AskLive | None = None,
+) -> ToolResult:
+    """Steps 5 verify, 6 judge and 7 commit of a confirmed tool on a workspace (`confirm.flow`): claimed
+    in the ledger that owns the folder's trash, answerable for the configured time, bound to the
+    call's principal, its arguments (or those given) and the workspace."""
+    action = ConfirmedAction(
+        tool=call.name,
+        ledger=services.trash_ledger(scope.workspace),
+        answer=answer,
+        ttl_seconds=services.config.confirmation_ttl_seconds,
+        done_label=done_label,
+        input_key=input_key,
+        nothing_done=nothing_done,
+        phase=phase,
+        noun=noun,
+    )
+    return await action.run(
+        principal=call.principal,
+        arguments=call.arguments if arguments is None else arguments,
+        request_state=call.request_state,
+        input_responses=call.input_responses,
+        offer=offer,
+        effect=effect,
+        unchanged=unchanged,
+        bound={"workspace": str(scope.workspace)},
+        live=live,
+    )
 
 
 def reauthorize_sealed(
