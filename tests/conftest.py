@@ -83,6 +83,11 @@ def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     patch.undo()
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
 @pytest.fixture(autouse=True)
 def _cpu_affinity_kept() -> Iterator[None]:
     """A test that pins the pytest process (bench code run in process) must unpin it: the races of

@@ -44,11 +44,6 @@ SERVERS = ["orders_server.py", "orders_lowlevel.py"]
 ARGS = {"customer": "ada"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Shop:
     root: Path

@@ -43,11 +43,6 @@ pytestmark = pytest.mark.anyio
 NOTES = {f"reports/r{i}.md": f"# Report number{i}x\n\nbody {i}\n" for i in range(4)}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def add_notes(d: StorageDeployment) -> None:
     for note_id, body in NOTES.items():
         d.add_note(note_id, body)

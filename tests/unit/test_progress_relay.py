@@ -15,11 +15,6 @@ import pytest
 from notewarden.tools.results import progress_sink
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_a_stalled_client_holds_no_worker_and_gets_the_last_value() -> None:
     sent: list[tuple[float, float | None, str | None]] = []

@@ -16,25 +16,18 @@ import pytest
 
 from notewarden.scope.fsroot import SKIPPED_SYMLINK
 from notewarden.tools.notes_edit import MAX_BODY_CHARS
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
+from tests.conftest import Deployment, HttpServer, start_http_server
 from tests.wire.rawhttp import RawMcp, meta
 
 MAX_BODY_BYTES = 4096
 
 
 @pytest.fixture
-def server(deployment: Deployment) -> Iterator[HttpServer]:
+def http_server(deployment: Deployment) -> Iterator[HttpServer]:
     deployment.write_config(extra=f"[http]\nmax_body_bytes = {MAX_BODY_BYTES}\n")
     s = start_http_server(deployment.config, deployment.root / "server.log")
     yield s
     s.stop()
-
-
-@pytest.fixture
-def alice(server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(server.url, ALICE_TOKEN)
-    yield client
-    client.close()
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:

@@ -39,11 +39,6 @@ status: draft
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def structured(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     result = await call(client, name, arguments)
     assert not result.is_error, result

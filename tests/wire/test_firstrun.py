@@ -235,11 +235,6 @@ def test_doctor_passes_a_fresh_config_and_names_each_fix(home: Home) -> None:
     assert bad_keys.returncode == 1 and "FAIL  sealing keys" in bad_keys.stdout
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) -> None:
     """`serve --workspace DIR` (default state dir) beside a config with its own state_dir."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
+from tests.conftest import Deployment
 from tests.schema import check_server_message
 from tests.wire.rawhttp import FORM, RawMcp, meta
 
@@ -26,13 +25,6 @@ pytestmark = pytest.mark.resolves_files
 
 BIDI_NAME = "reports/invoice\u202egpj.md"  # shows as "invoicedm.jpg" when the override is honoured
 BIDI_TITLE = "Pay\u200b roll \u2066Q3\u2069"
-
-
-@pytest.fixture
-def alice(http_server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(http_server.url, ALICE_TOKEN)
-    yield client
-    client.close()
 
 
 def create_call(deployment: Deployment, path_twice: str) -> str:

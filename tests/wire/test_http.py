@@ -4,30 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, HttpServer, start_http_server
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.rawhttp import PROTOCOL, RawMcp, meta
 
 TRASH = ".notewarden-trash"
-
-
-@pytest.fixture
-def alice(http_server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(http_server.url, ALICE_TOKEN)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def bob(http_server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(http_server.url, BOB_TOKEN)
-    yield client
-    client.close()
 
 
 def accept(note_id: str, confirm: bool = True) -> dict[str, object]:

@@ -23,11 +23,6 @@ TEMPLATE = "# {{title}}\n\nCreated {{date:dddd, D MMMM YYYY}}.\n\n## Log\n"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def vault(deployment: Deployment) -> Deployment:
     write_vault(deployment.notes)
     (deployment.notes / "Templates").mkdir()

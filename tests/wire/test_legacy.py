@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,17 +22,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, HttpServer, start_http_server
+from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, HttpServer
 from tests.wire.legacy_schema import check_legacy_recording
-from tests.wire.publishing import BrowserVisit, RecordingTarget, add_publish_config, visit_connect_page
+from tests.wire.publishing import BrowserVisit, RecordingTarget, visit_connect_page
 
 pytestmark = pytest.mark.anyio
 TPS = "TPS report"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -132,34 +127,24 @@ async def test_legacy_roots_never_widen_authorization(deployment: Deployment) ->
 
 
 @pytest.fixture
-def target() -> Iterator[RecordingTarget]:
-    t = RecordingTarget().start()
-    yield t
-    t.stop()
-
-
-@pytest.fixture
-def server(deployment: Deployment, target: RecordingTarget) -> Iterator[HttpServer]:
-    add_publish_config(deployment, target)
-    s = start_http_server(deployment.config, deployment.root / "server.log")
-    yield s
-    s.stop()
+def http_server(publishing_server: HttpServer) -> HttpServer:
+    return publishing_server
 
 
 async def test_legacy_http_delete_is_bound_to_the_bearer_principal(
-    deployment: Deployment, server: HttpServer
+    deployment: Deployment, http_server: HttpServer
 ) -> None:
-    async with legacy_http(server, ALICE_TOKEN, elicitation_callback=pick("2019")) as client:
+    async with legacy_http(http_server, ALICE_TOKEN, elicitation_callback=pick("2019")) as client:
         result = await client.call_tool("notes_delete", {"workspaceUri": deployment.notes_uri, "title": TPS})
     assert result.structured_content["outcome"] == "deleted"
-    async with legacy_http(server, BOB_TOKEN, elicitation_callback=pick("2026")) as client:
+    async with legacy_http(http_server, BOB_TOKEN, elicitation_callback=pick("2026")) as client:
         refused = await client.call_tool("notes_delete", {"workspaceUri": deployment.notes_uri, "title": TPS})
     assert refused.is_error and refused.structured_content["error"]["code"] == "workspace_not_granted"
     assert (deployment.notes / "reports/tps-2026-q3.md").exists()
 
 
 async def test_legacy_http_publish_waits_for_the_browser_then_completes(
-    deployment: Deployment, server: HttpServer, target: RecordingTarget
+    deployment: Deployment, http_server: HttpServer, target: RecordingTarget
 ) -> None:
     """2025-11-25 URL mode: elicitationId, accept = consent, the server waits for its own record."""
     visits: list[BrowserVisit] = []
@@ -183,7 +168,7 @@ async def test_legacy_http_publish_waits_for_the_browser_then_completes(
 
     args = {"workspaceUri": deployment.notes_uri, "noteId": "reports/tps-2019.md", "target": "blog"}
     async with legacy_http(
-        server, ALICE_TOKEN, elicitation_callback=consent_then_browse, message_handler=on_message
+        http_server, ALICE_TOKEN, elicitation_callback=consent_then_browse, message_handler=on_message
     ) as client:
         result = await client.call_tool("notes_publish", args)
     for t in threads:
@@ -195,13 +180,13 @@ async def test_legacy_http_publish_waits_for_the_browser_then_completes(
 
 
 async def test_legacy_publish_decline(
-    deployment: Deployment, server: HttpServer, target: RecordingTarget
+    deployment: Deployment, http_server: HttpServer, target: RecordingTarget
 ) -> None:
     async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")
 
     args = {"workspaceUri": deployment.notes_uri, "noteId": "reports/tps-2019.md", "target": "blog"}
-    async with legacy_http(server, ALICE_TOKEN, elicitation_callback=decline) as client:
+    async with legacy_http(http_server, ALICE_TOKEN, elicitation_callback=decline) as client:
         result = await client.call_tool("notes_publish", args)
     assert result.structured_content["outcome"] == "declined"
     assert target.received == []

@@ -29,8 +29,8 @@ import pytest
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.publish.connections import PUBLISH_SCHEMA, Completion, Connections
 from notewarden.sealing import load_or_create_keys
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
-from tests.wire.publishing import RecordingTarget, add_publish_config
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
+from tests.wire.publishing import RecordingTarget
 from tests.wire.rawhttp import RawMcp, meta
 
 URL_MODE = {"elicitation": {"url": {}}}
@@ -47,18 +47,8 @@ def target() -> Iterator[RecordingTarget]:
 
 
 @pytest.fixture
-def server(deployment: Deployment, target: RecordingTarget) -> Iterator[HttpServer]:
-    add_publish_config(deployment, target)
-    s = start_http_server(deployment.config, deployment.root / "server.log")
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def alice(server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(server.url, ALICE_TOKEN)
-    yield client
-    client.close()
+def http_server(publishing_server: HttpServer) -> HttpServer:
+    return publishing_server
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -122,14 +112,14 @@ async def burst(server: HttpServer, deployment: Deployment, calls: int = 72) -> 
 
 
 def test_open_files_stay_bounded_across_bursts_after_idle_threads_retire(
-    server: HttpServer, deployment: Deployment
+    http_server: HttpServer, deployment: Deployment
 ) -> None:
-    pid = server.process.pid
+    pid = http_server.process.pid
     counts = []
     for round_ in range(3):
         if round_:
             time.sleep(10.5)  # anyio retires a worker thread idle for 10 s: the next burst runs on new ones
-        anyio.run(burst, server, deployment)
+        anyio.run(burst, http_server, deployment)
         counts.append(open_files(pid))
     # (SQLite files, all but sockets) after each burst. The pools open connections as concurrency
     # needs them, up to 8 (ledger) + 4 (publish), 3 files each, plus the index's 3; nothing else grows.
@@ -139,7 +129,7 @@ def test_open_files_stay_bounded_across_bursts_after_idle_threads_retire(
 
 
 def test_a_stalled_publish_target_holds_no_lock(
-    alice: RawMcp, server: HttpServer, deployment: Deployment, target: RecordingTarget
+    alice: RawMcp, http_server: HttpServer, deployment: Deployment, target: RecordingTarget
 ) -> None:
     args = {"workspaceUri": deployment.notes_uri, "noteId": "todo.md", "target": "blog"}
     first = alice.call("notes_publish", args, capabilities=URL_MODE).result
@@ -160,7 +150,7 @@ def test_a_stalled_publish_target_holds_no_lock(
     asked = alice.call("notes_delete", {"workspaceUri": deployment.notes_uri, "title": "stand-up"}).result
 
     def publish() -> dict[str, Any]:
-        client = RawMcp(server.url, ALICE_TOKEN)
+        client = RawMcp(http_server.url, ALICE_TOKEN)
         try:
             return client.call("notes_publish", args, **accepted).result
         finally:
@@ -200,7 +190,7 @@ def test_a_stalled_publish_target_holds_no_lock(
 
 
 def test_a_stalled_config_reload_delays_only_the_request_waiting_for_it(
-    alice: RawMcp, server: HttpServer, deployment: Deployment
+    alice: RawMcp, http_server: HttpServer, deployment: Deployment
 ) -> None:
     good = deployment.config.read_text().encode()
     fifo = deployment.root / "config.fifo"
@@ -223,7 +213,7 @@ def test_a_stalled_config_reload_delays_only_the_request_waiting_for_it(
             time.sleep(0.01)
 
     def noticing() -> int:
-        client = RawMcp(server.url, ALICE_TOKEN)
+        client = RawMcp(http_server.url, ALICE_TOKEN)
         try:
             return client.request("tools/list").status
         finally:

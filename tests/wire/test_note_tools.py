@@ -41,11 +41,6 @@ ALL_TOOLS = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def accept_all(confirm: bool = True) -> Any:
     """Answer any of our forms: tick everything offered (or pick the first) and confirm."""
 

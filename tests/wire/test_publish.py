@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -29,30 +28,8 @@ NOTE = "reports/tps-2019.md"
 
 
 @pytest.fixture
-def target() -> Iterator[RecordingTarget]:
-    t = RecordingTarget().start()
-    yield t
-    t.stop()
-
-
-@pytest.fixture
-def server(deployment: Deployment, target: RecordingTarget) -> Iterator[HttpServer]:
-    add_publish_config(deployment, target)
-    s = start_http_server(deployment.config, deployment.root / "server.log")
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def alice(server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(server.url, ALICE_TOKEN)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+def http_server(publishing_server: HttpServer) -> HttpServer:
+    return publishing_server
 
 
 def publish_args(deployment: Deployment) -> dict[str, str]:
@@ -89,14 +66,14 @@ def link_of(result: dict[str, Any]) -> str:
 
 @pytest.mark.anyio
 async def test_sdk_client_and_chromium_publish_a_note(
-    deployment: Deployment, server: HttpServer, target: RecordingTarget
+    deployment: Deployment, http_server: HttpServer, target: RecordingTarget
 ) -> None:
     """The whole flow as a person meets it: the client shows a link, the browser completes it."""
     opened: list[str] = []
 
     async def open_in_browser(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams)
-        assert params.url.startswith(f"http://127.0.0.1:{server.port}/connect/")
+        assert params.url.startswith(f"http://127.0.0.1:{http_server.port}/connect/")
         assert CREDENTIAL not in params.url and ALICE_TOKEN not in params.url
         opened.append(params.url)
         visit = await anyio.to_thread.run_sync(
@@ -109,7 +86,7 @@ async def test_sdk_client_and_chromium_publish_a_note(
         return types.ElicitResult(action="accept")
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE_TOKEN}"}, timeout=60)
-    transport = streamable_http_client(server.url, http_client=http)
+    transport = streamable_http_client(http_server.url, http_client=http)
     async with Client(transport, mode="2026-07-28", elicitation_callback=open_in_browser) as client:
         result = await client.call_tool("notes_publish", publish_args(deployment))
         assert not result.is_error, result
@@ -244,7 +221,7 @@ def test_without_url_mode_is_32021(
 
 
 def test_connect_forms_refuse_cross_site_posts(
-    alice: RawMcp, deployment: Deployment, server: HttpServer
+    alice: RawMcp, deployment: Deployment, http_server: HttpServer
 ) -> None:
     link = link_of(round1(alice, deployment))
     with httpx2.Client(timeout=10) as http:

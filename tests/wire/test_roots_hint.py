@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,10 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer
+from tests.conftest import Deployment
 from tests.wire.rawhttp import RawMcp
 
 ROOTS_AND_FORM = {"elicitation": {"form": {}}, "roots": {}}
-
-
-@pytest.fixture
-def alice(http_server: HttpServer) -> Iterator[RawMcp]:
-    client = RawMcp(http_server.url, ALICE_TOKEN)
-    yield client
-    client.close()
 
 
 def call(client: RawMcp, state: str | None = None, **responses: Any) -> dict[str, Any]:

@@ -27,11 +27,6 @@ from tests.schema import check_server_message
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def server_command(deployment: Deployment) -> list[str]:
     return [sys.executable, "-m", "notewarden", "serve", "--config", str(deployment.config)]
 

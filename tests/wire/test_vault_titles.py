@@ -38,11 +38,6 @@ TITLES = {
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def vault(deployment: Deployment) -> str:
     for name, text in VAULT.items():
         path = deployment.notes / "vault" / name
