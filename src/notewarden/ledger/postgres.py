@@ -38,7 +38,6 @@ settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_time
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -58,6 +57,7 @@ from notewarden.ledger import (
     PriorUse,
     TransactionSteps,
     encode_receipt,
+    workspace_lock_key,
 )
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.schema import SchemaComponent, check_versions
@@ -88,12 +88,6 @@ def describe_dsn(dsn: str) -> str:
         return "(unparseable database_url)"
     user = f"{parts['user']}@" if parts.get("user") else ""
     return f"{user}{parts.get('host', 'localhost')}:{parts.get('port', 5432)}/{parts.get('dbname', '')}"
-
-
-def workspace_lock_key(workspace: str) -> int:
-    """A signed 64-bit advisory-lock key for a workspace URI."""
-    digest = hashlib.sha256(b"notewarden-workspace\0" + workspace.encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def session_options(dsn: str, statement_timeout: float) -> str:
