@@ -18,6 +18,18 @@ A/B of two versions of src/ (e.g. before and after a change), alternating runs:
     git archive HEAD~1 src | tar -x -C /tmp/before
     PYTHONPATH=/tmp/before/src:. .venv/bin/python -m bench.inproc     # A
     .venv/bin/python -m bench.inproc                                  # B
+
+The PostgreSQL store (`[storage] notes = ledger = "postgres"`), on a database of its own that is
+created, filled by `notewarden import` and dropped:
+
+    .venv/bin/python -m bench.inproc --storage postgres \
+        --database-url postgresql://postgres@127.0.0.1:5432/nw_inproc --trace
+
+There each delete takes a note of its own out of `--notes` resident ones (nothing is put back), and
+the PostgreSQL backends' CPU is measured too. `--trace` counts what the server sends PostgreSQL per
+confirmed delete (libpq's protocol trace of each connection, turned on after the warm-up): round
+trips (a `Sync` or a simple `Query` the client then waits on) and statements (`Bind` or `Query`);
+tracing costs CPU, so measure CPU in a run without it.
 """
 
 from __future__ import annotations
@@ -35,8 +47,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message
 
-from bench.data import BenchNote, write_workspace
-from bench.load import _META
+from bench.data import BenchNote, bench_notes, write_workspace
+from bench.load import _META, database_cpu
 from bench.servers import BENCH_TOKEN, prepare_notewarden
 
 __all__ = ["cpu_per_confirmed_delete"]
@@ -138,38 +150,137 @@ def served(server: str, note: BenchNote) -> Iterator[tuple[ASGIApp, str, Callabl
         shutil.rmtree(work, ignore_errors=True)
 
 
+async def _confirmed_delete(app: ASGIApp, uri: str, note: BenchNote, request_id: int) -> None:
+    args = {"workspaceUri": uri, "title": note.token}
+    answer = {"action": "accept", "content": {"note_id": note.id, "confirm": True}}
+    asked = await _post(app, {"name": "notes_delete", "arguments": args}, request_id)
+    key = next(iter(asked["inputRequests"]))
+    done = await _post(
+        app,
+        {
+            "name": "notes_delete",
+            "arguments": args,
+            "inputResponses": {key: answer},
+            "requestState": asked["requestState"],
+        },
+        request_id + 1,
+    )
+    if done.get("structuredContent", {}).get("outcome") != "deleted":
+        raise RuntimeError(f"the delete did not complete: {json.dumps(done)[:300]}")
+
+
 async def cpu_per_confirmed_delete(
     calls: int, *, server: str = "notewarden", warmup: int = 20
 ) -> tuple[float, float]:
     """Milliseconds of process CPU per confirmed delete (user, system), averaged over `calls` deletes."""
     note = BenchNote(1)
     with served(server, note) as (app, uri, put_back):
-        args = {"workspaceUri": uri, "title": note.token}
-        answer = {"action": "accept", "content": {"note_id": note.id, "confirm": True}}
         user = system = 0.0
         async with app.router.lifespan_context(app):  # type: ignore[attr-defined]
             for i in range(warmup + calls):
                 started = os.times()
-                asked = await _post(app, {"name": "notes_delete", "arguments": args}, 2 * i)
-                key = next(iter(asked["inputRequests"]))
-                done = await _post(
-                    app,
-                    {
-                        "name": "notes_delete",
-                        "arguments": args,
-                        "inputResponses": {key: answer},
-                        "requestState": asked["requestState"],
-                    },
-                    2 * i + 1,
-                )
+                await _confirmed_delete(app, uri, note, 2 * i)
                 if i >= warmup:
                     ended = os.times()
                     user += ended.user - started.user
                     system += ended.system - started.system
-                if done.get("structuredContent", {}).get("outcome") != "deleted":
-                    raise RuntimeError(f"the delete did not complete: {json.dumps(done)[:300]}")
                 put_back()
     return user / calls * 1000, system / calls * 1000
+
+
+class _Tracer:
+    """libpq's protocol trace of every PostgreSQL connection the process opens, one file each,
+    switched on by `start` (connections opened before it are traced from then on)."""
+
+    def __init__(self, folder: Path) -> None:
+        import psycopg
+
+        self._folder, self._connections, self._files = folder, [], []  # type: ignore[var-annotated]
+        self._on = False
+        connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
+
+        def traced(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            conn = connect(cls, *args, **kwargs)
+            self._connections.append(conn)
+            if self._on:
+                self._trace(conn)
+            return conn
+
+        psycopg.Connection.connect = classmethod(traced)  # type: ignore[method-assign,assignment]
+
+    def _trace(self, conn: Any) -> None:
+        from psycopg.pq import Trace
+
+        file = open(self._folder / f"trace-{len(self._files)}.txt", "w")  # noqa: SIM115
+        self._files.append(file)
+        conn.pgconn.trace(file.fileno())
+        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+
+    def start(self) -> None:
+        self._on = True
+        for conn in self._connections:
+            self._trace(conn)
+
+    def counts(self) -> dict[str, int]:
+        """Frontend messages by type, once every trace is flushed."""
+        for conn in self._connections:
+            if not conn.closed:
+                conn.pgconn.untrace()
+        found: dict[str, int] = {}
+        for file in self._files:
+            file.close()
+            for line in Path(file.name).read_text(errors="replace").splitlines():
+                fields = line.split("\t")
+                if len(fields) > 2 and fields[0] == "F":
+                    found[fields[2].split()[0]] = found.get(fields[2].split()[0], 0) + 1
+        return found
+
+
+async def postgres_costs(
+    calls: int, *, database_url: str, warmup: int = 20, notes: int = 1000, trace: bool = False
+) -> dict[str, Any]:
+    """Per confirmed delete on the PostgreSQL store: server process CPU (user, system), the
+    PostgreSQL backends' CPU, and with `trace` the round trips and statements sent."""
+    from bench.run_all import drop_database, prepare_postgres
+    from notewarden.app import build_http_app
+    from notewarden.config import load_config
+    from notewarden.services import open_services
+
+    database = database_url.rsplit("/", 1)[1]
+    work = Path(tempfile.mkdtemp(prefix="notewarden-inproc-"))
+    tracer = _Tracer(work) if trace else None
+    resident = list(bench_notes(0, max(notes, warmup + calls)))
+    try:
+        config = load_config(prepare_postgres(work, resident, tag="inproc", database_url=database_url))
+        services = open_services(config)
+        try:
+            app, uri = build_http_app(services), str(config.workspaces[0])
+            async with app.router.lifespan_context(app):  # type: ignore[attr-defined]
+                for i, note in enumerate(resident[:warmup]):
+                    await _confirmed_delete(app, uri, note, 2 * i)
+                if tracer is not None:
+                    tracer.start()
+                started, backends = os.times(), database_cpu(database)
+                for i, note in enumerate(resident[warmup : warmup + calls], warmup):
+                    await _confirmed_delete(app, uri, note, 2 * i)
+                ended, backends_after = os.times(), database_cpu(database)
+                sent = tracer.counts() if tracer is not None else None
+        finally:
+            services.close()
+    finally:
+        drop_database(database_url)
+        shutil.rmtree(work, ignore_errors=True)
+    database_seconds = sum(cpu - backends.get(pid, 0.0) for pid, cpu in backends_after.items())
+    out: dict[str, Any] = {
+        "user_ms": round((ended.user - started.user) / calls * 1000, 3),
+        "system_ms": round((ended.system - started.system) / calls * 1000, 3),
+        "database_ms": round(database_seconds / calls * 1000, 3),
+    }
+    if sent is not None:
+        out["round_trips"] = round((sent.get("Sync", 0) + sent.get("Query", 0)) / calls, 2)
+        out["statements"] = round((sent.get("Bind", 0) + sent.get("Query", 0)) / calls, 2)
+        out["parses"] = round(sent.get("Parse", 0) / calls, 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,8 +289,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=1, help="runs in this process, each printed")
     parser.add_argument("--json", action="store_true", help="print {user_ms, system_ms} as JSON")
+    parser.add_argument("--storage", choices=["files", "postgres"], default="files")
+    parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/nw_inproc_bench")
+    parser.add_argument("--notes", type=int, default=1000, help="resident notes (postgres)")
+    parser.add_argument("--trace", action="store_true", help="count round trips and statements (postgres)")
     args = parser.parse_args(argv)
     for _ in range(args.repeat):
+        if args.storage == "postgres":
+            costs = asyncio.run(
+                postgres_costs(args.calls, database_url=args.database_url, notes=args.notes, trace=args.trace)
+            )
+            print(json.dumps(costs) if args.json else f"postgres, per confirmed delete: {costs}", flush=True)
+            continue
         user, system = asyncio.run(cpu_per_confirmed_delete(args.calls, server=args.server))
         if args.json:
             print(json.dumps({"user_ms": round(user, 3), "system_ms": round(system, 3)}), flush=True)

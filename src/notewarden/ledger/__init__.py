@@ -36,6 +36,7 @@ principal only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +58,7 @@ __all__ = [
     "SqlSession",
     "TransactionSteps",
     "encode_receipt",
+    "workspace_lock_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -68,6 +70,13 @@ Durability = Literal["normal", "full"]
 `synchronous=NORMAL` in WAL mode, the trash journal's lines written but not fsynced); "full" also
 survives power loss (`synchronous=FULL`, each journal line fsynced)."""
 DURABILITY_LEVELS: tuple[Durability, ...] = ("normal", "full")
+
+
+def workspace_lock_key(workspace: str) -> int:
+    """A signed 64-bit advisory-lock key for a workspace URI (PostgreSQL's `lock_workspace`; a SQL
+    store may take the same lock inside one of its statements)."""
+    digest = hashlib.sha256(b"notewarden-workspace\0" + workspace.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 class LedgerUnavailable(Exception):

@@ -38,7 +38,6 @@ settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_time
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -58,6 +57,7 @@ from notewarden.ledger import (
     PriorUse,
     TransactionSteps,
     encode_receipt,
+    workspace_lock_key,
 )
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.schema import SchemaComponent, check_versions
@@ -88,12 +88,6 @@ def describe_dsn(dsn: str) -> str:
         return "(unparseable database_url)"
     user = f"{parts['user']}@" if parts.get("user") else ""
     return f"{user}{parts.get('host', 'localhost')}:{parts.get('port', 5432)}/{parts.get('dbname', '')}"
-
-
-def workspace_lock_key(workspace: str) -> int:
-    """A signed 64-bit advisory-lock key for a workspace URI."""
-    digest = hashlib.sha256(b"notewarden-workspace\0" + workspace.encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def session_options(dsn: str, statement_timeout: float) -> str:
@@ -151,27 +145,53 @@ class PostgresSession:
             raise _unavailable("statement failed", exc) from exc
 
 
+_CLAIM: LiteralString = (
+    "INSERT INTO confirmations (confirmation_id, principal, tool, outcome, consumed_at, expires_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT ON CONSTRAINT confirmations_pkey DO NOTHING RETURNING confirmation_id"
+)
+_RECEIPT: LiteralString = "UPDATE confirmations SET receipt = %s WHERE confirmation_id = %s"
+_BEGIN: LiteralString = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
+
 class PostgresTxn(PostgresSession, TransactionSteps):
+    """The critical section's transaction, begun and ended by its own statements on a connection in
+    autocommit mode, so that BEGIN travels with the claim and COMMIT with the receipt: one round trip
+    each instead of two (a simple query of two statements, its values bound by psycopg's
+    `ClientCursor`). Any other first statement begins the transaction on its own."""
+
     def __init__(self, conn: psycopg.Connection[Any], identity: LedgerIdentity) -> None:
         super().__init__(conn)
         self.identity = identity
+        self._begun = False
+        self._receipt: tuple[str, str] | None = None
         TransactionSteps.__init__(self)
 
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        self._begin()  # whoever uses the connection itself writes inside the transaction
+        return self._conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        self._begin()
+        return super().execute(sql, params)
+
     def claim_confirmation(self, claim: Claim) -> bool:
-        rows = self._execute_native(
-            "INSERT INTO confirmations (confirmation_id, principal, tool, outcome, consumed_at, expires_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT ON CONSTRAINT confirmations_pkey DO NOTHING RETURNING confirmation_id",
-            (
-                claim.confirmation_id,
-                claim.principal,
-                claim.tool,
-                claim.outcome,
-                time.time(),
-                claim.expires_at,
-            ),
+        params = (
+            claim.confirmation_id,
+            claim.principal,
+            claim.tool,
+            claim.outcome,
+            time.time(),
+            claim.expires_at,
         )
-        return bool(rows)
+        if self._begun:
+            return bool(self._execute_native(_CLAIM, params))
+        self._begun = True
+        try:
+            return bool(self._two_statements(_BEGIN, _CLAIM, params))
+        except psycopg.OperationalError as exc:
+            raise _unavailable("statement failed", exc) from exc
 
     def prior_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
         rows = self._execute_native(
@@ -181,15 +201,42 @@ class PostgresTxn(PostgresSession, TransactionSteps):
         return PriorUse.from_row(*rows[0]) if rows else None
 
     def record_receipt(self, confirmation_id: str, receipt: Mapping[str, Any]) -> None:
-        self._execute_native(
-            "UPDATE confirmations SET receipt = %s WHERE confirmation_id = %s",
-            (encode_receipt(receipt), confirmation_id),
-        )
+        """Written by `commit`, with the COMMIT (the last of the transaction's writes either way)."""
+        self._receipt = (encode_receipt(receipt), confirmation_id)
 
     def lock_workspace(self, workspace: str) -> None:
         self._execute_native("SELECT pg_advisory_xact_lock(%s)", (workspace_lock_key(workspace),))
 
+    def commit(self) -> None:
+        """COMMIT, with the receipt's UPDATE when there is one (psycopg errors pass through: the
+        caller cannot know whether a COMMIT that failed took effect)."""
+        if self._receipt is not None:
+            self._two_statements(_RECEIPT, "COMMIT", self._receipt)
+        elif self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            self._conn.execute("COMMIT")
+
+    def _begin(self) -> None:
+        if not self._begun:
+            self._begun = True
+            self._run(_BEGIN, ())
+
+    def _two_statements(
+        self, first: LiteralString, second: LiteralString, params: tuple[object, ...]
+    ) -> list[tuple[Any, ...]]:
+        """One simple query of two statements, the values bound client-side; the rows of the one that
+        returns rows."""
+        cursor = psycopg.ClientCursor(self._conn)
+        cursor.execute(first + "; " + second, params)
+        rows = cursor.fetchall() if cursor.description else []
+        if cursor.nextset() and cursor.description:
+            rows = cursor.fetchall()
+        return rows
+
     def _execute_native(self, sql: LiteralString, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        self._begin()
+        return self._run(sql, params)
+
+    def _run(self, sql: LiteralString, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         try:
             cursor = self._conn.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
@@ -333,7 +380,7 @@ class PostgresLedger:
     @contextmanager
     def critical_section(self) -> Iterator[PostgresTxn]:
         identity = self.identity
-        with self._connection("critical section") as conn:
+        with self._connection("critical section") as conn, self._autocommit(conn):
             txn = PostgresTxn(conn, identity)
             try:
                 yield txn
@@ -342,8 +389,9 @@ class PostgresLedger:
                 txn.run_undo()
                 raise
             try:
-                conn.commit()
+                txn.commit()
             except psycopg.Error as exc:
+                self._rollback(conn)  # a receipt's UPDATE that failed left the transaction open
                 logger.error(
                     "commit outcome unknown: connection lost during COMMIT; undo skipped, recovery settles it",
                     extra={"reason": str(exc).splitlines()[0]},
@@ -356,17 +404,22 @@ class PostgresLedger:
             txn.run_after_commit()
         self._maybe_purge()
 
+    @staticmethod
+    @contextmanager
+    def _autocommit(conn: psycopg.Connection[Any]) -> Iterator[None]:
+        conn.autocommit = True
+        try:
+            yield
+        finally:
+            with contextlib.suppress(psycopg.Error):  # a lost connection: the pool discards it
+                conn.autocommit = False
+
     @contextmanager
     def snapshot(self) -> Iterator[PostgresSession]:
         """Reads in autocommit: each statement sees what is committed when it runs, and no BEGIN or
         ROLLBACK costs a round trip (a store re-checks what it reads: notes.sql Rule 3)."""
-        with self._connection("read") as conn:
-            conn.autocommit = True
-            try:
-                yield PostgresSession(conn)
-            finally:
-                with contextlib.suppress(psycopg.Error):  # a lost connection: the pool discards it
-                    conn.autocommit = False
+        with self._connection("read") as conn, self._autocommit(conn):
+            yield PostgresSession(conn)
 
     def consumed_outcome(self, confirmation_id: str, principal: str) -> PriorUse | None:
         with self._connection("read") as conn:

@@ -68,7 +68,7 @@ from dataclasses import replace
 from typing import Any
 
 from notewarden.faults import fault_point
-from notewarden.ledger import Ledger, LedgerTxn, SqlSession
+from notewarden.ledger import Ledger, LedgerTxn, SqlSession, workspace_lock_key
 from notewarden.notes import links
 from notewarden.notes.derived import (
     Derived,
@@ -293,11 +293,16 @@ _POSTGRES_QUERIES = {
     "(SELECT ?::tsquery AS query) q WHERE n.search @@ q.query AND n.workspace = ? AND n.title IS NOT NULL"
     "{within}) hit WHERE (hit.score, hit.path) > (?, ?) ORDER BY hit.score, hit.path LIMIT ?) page "
     "JOIN notes n ON n.id = page.id ORDER BY page.score, page.path",
-    "trash_move": "WITH moved AS (DELETE FROM notes WHERE workspace = ? AND path = ? AND id = ? AND version = ? "
-    "RETURNING workspace, path, body, id, version, modified_ns) INSERT INTO notes_trash (trash_id, workspace, "
-    "path, title, body, note_row, version, modified_ns, principal, confirmation_id, deleted_at) SELECT ?, "
-    "workspace, path, ?, body, id, version, modified_ns, ?, ?, ? FROM moved "
-    "RETURNING modified_ns, octet_length(body)",
+    # One statement, one round trip (`move_to_trash`): the workspace's lock (an InitPlan, so taken
+    # before the row is deleted and its trigger runs), the move, and the note's saved versions
+    # following it into the trash (`HistoryLog.to_trash`'s UPDATE).
+    "trash_move": "WITH locked AS (SELECT pg_advisory_xact_lock(?)), moved AS (DELETE FROM notes "
+    "WHERE workspace = ? AND path = ? AND id = ? AND version = ? AND EXISTS (SELECT FROM locked) "
+    "RETURNING workspace, path, body, id, version, modified_ns), followed AS (UPDATE note_history SET "
+    "trash_id = ? WHERE workspace = ? AND note_id = ? AND trash_id IS NULL AND EXISTS (SELECT FROM moved)) "
+    "INSERT INTO notes_trash (trash_id, workspace, path, title, body, note_row, version, modified_ns, "
+    "principal, confirmation_id, deleted_at) SELECT ?, workspace, path, ?, body, id, version, modified_ns, "
+    "?, ?, ? FROM moved RETURNING modified_ns, octet_length(body)",
 }
 
 _STATEMENTS = {dialect: _sql(dialect) for dialect in ("sqlite", "postgres")}
@@ -409,6 +414,39 @@ class _SqlLookup:
                 self._db.execute(self._sql["by_alias"], (self._workspace, key))
             )
         return self._aliases[key]
+
+
+class _Probed:
+    """A PostgreSQL read session for `SqlNoteStore._query` that asks with each statement, in its round
+    trip and its snapshot, whether the workspace has rows to derive (Rule 3): one round trip per read
+    instead of two. A statement that returns no rows cannot say; `stale` then asks on its own."""
+
+    dialect = "postgres"
+
+    def __init__(self, db: SqlSession, workspace: str) -> None:
+        self._db, self._workspace = db, workspace
+        self._stale = False
+        self._answered = True  # every statement so far returned the answer with its rows
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        rows = self._db.execute(_PROBED.format(statement=sql), (self._workspace, *params))
+        if rows:
+            self._stale = self._stale or bool(rows[0][-1])
+        else:
+            self._answered = False
+        return [row[:-1] for row in rows]
+
+    def stale(self) -> bool:
+        if self._stale or self._answered:
+            return self._stale
+        return bool(self._db.execute(_STATEMENTS["postgres"]["stale_probe"], (self._workspace,)))
+
+
+_PROBED = (
+    "SELECT hit.*, EXISTS (SELECT FROM notes s WHERE s.workspace = ? AND s.stale) FROM ({statement}) hit"
+)
+"""A statement and the stale-row probe in one (the probe is an InitPlan over the partial index of
+stale rows; the statement's ORDER BY keeps its rows' order: a sorted subquery is not flattened)."""
 
 
 class _LoadedSqlLookup(links.MappedVault):
@@ -636,7 +674,12 @@ class SqlNoteStore:
             final = attempt == _ATTEMPTS
             with self._ledger.snapshot() as db:
                 sql = _STATEMENTS[db.dialect]
-                if final or not db.execute(sql["stale_probe"], (workspace,)):
+                if db.dialect == "postgres" and not final:  # the probe rides with the query
+                    probed = _Probed(db, workspace)
+                    rows = run(probed, sql)
+                    if not probed.stale() and (not notes or all(row[6] for row in rows)):
+                        return rows
+                elif final or not db.execute(sql["stale_probe"], (workspace,)):
                     rows = run(db, sql)
                     if final or not notes or all(row[6] for row in rows):
                         return rows
@@ -1233,22 +1276,26 @@ class SqlNoteStore:
         note_id = _inside(scope, candidate.id)
         workspace = str(scope.workspace)
         sql = _STATEMENTS[txn.dialect]
-        txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
         trash_id = _new_trash_id()
         deleted_at = time.time()
         row_id, version = candidate.identity.key
         match = (workspace, note_id, row_id, version)
         row = (trash_id, candidate.title, principal, confirmation_id, deleted_at)
-        params = (*row, *match) if txn.dialect == "sqlite" else (*match, *row)
-        moved = txn.execute(sql["trash_move"], params)
+        if txn.dialect == "sqlite":
+            txn.lock_workspace(workspace)  # the delete trigger updates the workspace's tag counts
+            moved = txn.execute(sql["trash_move"], (*row, *match))
+        else:  # the lock and the history's UPDATE are in the one statement
+            moved = txn.execute(
+                sql["trash_move"], (workspace_lock_key(workspace), *match, trash_id, workspace, note_id, *row)
+            )
         if not moved:
             if txn.execute(sql["exists"], (workspace, note_id)):
                 raise IdentityMismatch(f"note {note_id!r} was edited or replaced since it was shown")
             raise NoteMissing(f"note {note_id!r} no longer exists")
-        if "trash_move_done" in sql:
+        if txn.dialect == "sqlite":
             txn.execute(sql["trash_move_done"], (row_id,))
+            self.history.to_trash(txn, workspace, note_id, trash_id)
         ((modified_ns, size),) = moved
-        self.history.to_trash(txn, workspace, note_id, trash_id)
         identity = _identity(row_id, version, modified_ns, size)
         return TrashedNote(trash_id, note_id, candidate.title, deleted_at, size, identity)
 
