@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.fsroot import HeldDir, WorkspaceRoot
 from notewarden.scope.note_paths import TRASH_JOURNAL_NAME
 
 __all__ = [
@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 
-def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True) -> None:
-    """Append one line (Rule 2); the journal is created on first use."""
-    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync)
+def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True, held: HeldDir | None = None) -> None:
+    """Append one line (Rule 2); the journal is created on first use. `held`: the trash, already open."""
+    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync, held=held)
 
 
 def read_journal(root: WorkspaceRoot, max_bytes: int) -> bytes:
