@@ -109,9 +109,9 @@ from notewarden.notes.store import (
     VersionConflict,
 )
 from notewarden.notes.trash_journal import (
-    append_line,
     committed_line,
     intent_line,
+    open_journal,
     parse_journal,
     read_journal,
     reset_journal,
@@ -805,17 +805,30 @@ class FilesNoteStore:
         trash_id = _new_trash_id()
         deleted_at = time.time()
         intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
-        append_line(root, intent, sync=self._sync_trash, held=trash)
-        committed = committed_line(trash_id, ledger_id)
-        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
-        identity = root.quarantine(candidate.id, trash_id, candidate.identity.as_file(), held=trash)
+        # One opening of the journal for both lines: the committed one goes through it after COMMIT.
+        journal = open_journal(root, sync=self._sync_trash, held=trash)
+        try:
+            journal.append(intent, sync=self._sync_trash)
+            committed = committed_line(trash_id, ledger_id)
+            self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
+            identity = root.quarantine(candidate.id, trash_id, candidate.identity.as_file(), held=trash)
+        except BaseException:
+            journal.close()
+            raise
 
         def put_back() -> None:
             root.restore(trash_id, candidate.id)
             self.index.note_changed(workspace, root, candidate.id)
 
+        def mark_committed() -> None:
+            try:
+                journal.append(committed, sync=False)
+            finally:
+                journal.close()
+
+        txn.on_rollback(journal.close)  # undo steps run last registered first: put_back, then this
         txn.on_rollback(put_back)
-        txn.on_commit(lambda: append_line(root, committed, sync=False))
+        txn.on_commit(mark_committed)
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "

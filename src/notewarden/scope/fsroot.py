@@ -53,10 +53,12 @@ inode that is listed, never on whatever a path names later.
 Rule 8: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
 
-Rule 8a: the one exception to Rule 8 is ``held_trash``: the trash directory opened once, with the
-checks of every other opening, for the steps of one change (a confirmed delete reads the owner
-marker, appends its intent line and moves the note through the same fd); it is closed when the
-``with`` block ends. The fd is held for those steps only, never across requests.
+Rule 8a: the exceptions to Rule 8 serve the steps of one change. ``held_trash`` opens the trash
+directory once, with the checks of every other opening (a confirmed delete reads the owner marker,
+appends its intent line and moves the note through the same fd), and closes it when the ``with``
+block ends. ``record_appender`` keeps a record open for a later line of the same change (the
+delete's committed line, appended after its transaction commits); its owner closes it when the
+transaction ends, and it closes itself if it is dropped unclosed. Neither outlives a request.
 
 Rule 9: a root remembers the path it was opened from, and ``require_in_place`` (which callers run
 before every change they make) compares what that path names now, without following a symlink,
@@ -127,6 +129,7 @@ __all__ = [
     "FileIdentity",
     "HeldDir",
     "NoteEntry",
+    "RecordAppender",
     "RecordStamp",
     "WorkspaceRoot",
 ]
@@ -197,6 +200,36 @@ SKIPPED_SYMLINK: Final = (
     "a symbolic link: not followed (notewarden never follows symlinks, not even inside the workspace)"
 )
 SKIPPED_OTHER_FILESYSTEM: Final = "on another filesystem (a mount point): not read"
+
+
+class RecordAppender:
+    """A record open with ``O_APPEND`` (``WorkspaceRoot.record_appender``): each ``append`` is one
+    ``write``, so the lines of concurrent writers never interleave (Rule 5)."""
+
+    __slots__ = ("_fd", "_name")
+
+    def __init__(self, name: str, fd: int) -> None:
+        self._name = name
+        self._fd: int | None = fd
+
+    def append(self, data: bytes, *, sync: bool) -> None:
+        if self._fd is None:
+            raise FsError(f"record {self._name!r}: closed")
+        try:
+            if os.write(self._fd, data) != len(data):
+                raise FsError(f"record {self._name!r}: short write; no space left in the workspace?")
+            if sync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise os_error(f"record {self._name!r}", exc) from exc
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:  # a transaction that ended without running its steps (Rule 8a)
+        self.close()
 
 
 class WorkspaceRoot:
@@ -817,17 +850,18 @@ class WorkspaceRoot:
         """Append ``data`` to a record (created on first use) in one ``write`` with ``O_APPEND``, so the
         appends of concurrent writers never interleave. With ``sync`` it is fsynced, and the record's
         directory too when this call created the record (survives power loss)."""
+        appender = self.record_appender(name, sync=sync, held=held)
+        try:
+            appender.append(data, sync=sync)
+        finally:
+            appender.close()
+
+    def record_appender(self, name: str, *, sync: bool, held: HeldDir | None = None) -> RecordAppender:
+        """A record (created on first use) opened for appending, for a change that appends to it
+        again later (Rule 8a): the caller closes it."""
         fd = self._open_record(name, os.O_WRONLY | os.O_APPEND, create=True, sync=sync, held=held)
         assert fd is not None  # with create, a missing record is created, not None
-        try:
-            if os.write(fd, data) != len(data):
-                raise FsError(f"record {name!r}: short write; no space left in the workspace?")
-            if sync:
-                os.fsync(fd)
-        except OSError as exc:
-            raise os_error(f"record {name!r}", exc) from exc
-        finally:
-            os.close(fd)
+        return RecordAppender(name, fd)
 
     def truncate_record(self, name: str, keep: bytes = b"") -> None:
         """Empty a record but for ``keep``, written in its place; nothing when it does not exist."""
