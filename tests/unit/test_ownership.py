@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.ledger import LedgerIdentity
+from notewarden.notes import ownership
 from notewarden.notes.ownership import (
     OwnerMarker,
     WorkspaceOwnedElsewhere,
@@ -93,6 +95,36 @@ def test_a_marker_says_whose_it_is_and_a_takeover_names_the_previous_owner(
     (tmp_path / "notes" / TRASH_DIR_NAME / TRASH_OWNER_NAME).write_text('{"v": 1, "ledger": ""}')
     with pytest.raises(ValueError):
         read_owner(root)
+
+
+def test_a_marker_read_through_a_held_trash_is_kept_until_it_changes(
+    root: WorkspaceRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp cache of `read_owner` (one fstatat per delete) still sees every change of the marker:
+    a takeover, and an edit in place that keeps the size and puts the mtime back."""
+    monkeypatch.setattr(ownership, "_STAMP_SETTLED_NS", -(10**18))  # a marker just written counts as settled
+    monkeypatch.setattr(ownership, "_by_stamp", {})
+    first = sqlite_ledger(tmp_path / "a" / "notewarden.sqlite3", "a" * 32)
+    claim_owner(root, first)
+    path = tmp_path / "notes" / TRASH_DIR_NAME / TRASH_OWNER_NAME
+    with root.held_trash() as held:
+        assert read_owner(root, held) == read_owner(root)
+        assert len(ownership._by_stamp) == 1  # kept: the next read is one fstatat
+        assert read_owner(root, held) == read_owner(root)
+
+        take_over(root, sqlite_ledger(tmp_path / "b" / "notewarden.sqlite3", "b" * 32))
+        marker = read_owner(root, held)
+        assert marker is not None and (marker.ledger_id, marker.previous) == ("b" * 32, "a" * 32)
+
+        before = path.stat()
+        edited = path.read_bytes().replace(b"b" * 32, b"c" * 32, 1)
+        with path.open("r+b") as f:  # same inode, same size
+            f.write(edited)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back; the ctime moved
+        marker = read_owner(root, held)
+        assert marker is not None and marker.ledger_id == "c" * 32
+        path.unlink()
+        assert read_owner(root, held) is None
 
 
 def test_the_refusal_says_whose_the_trash_is_and_how_to_fix_it(tmp_path: Path) -> None:

@@ -109,16 +109,16 @@ from notewarden.notes.store import (
     VersionConflict,
 )
 from notewarden.notes.trash_journal import (
-    append_line,
     committed_line,
     intent_line,
+    open_journal,
     parse_journal,
     read_journal,
     reset_journal,
 )
 from notewarden.schema import SchemaComponent
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.fsroot import HeldDir, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import MOVE_JOURNAL_NAME
 from notewarden.scope.uri import FileUri
@@ -235,11 +235,11 @@ def _refuse_taken(root: WorkspaceRoot, new_id: str) -> None:
     raise NoteExists(f"{new_id}: already exists; choose another name")
 
 
-def require_owner(txn: LedgerTxn, scope: WorkspaceScope) -> None:
+def require_owner(txn: LedgerTxn, scope: WorkspaceScope, held: HeldDir | None = None) -> None:
     """Refuse to change a trash whose owner marker names another ledger than the transaction's
-    (`notes.ownership` Rule 2); an unmarked folder is marked for it."""
+    (`notes.ownership` Rule 2); an unmarked folder is marked for it. `held`: the trash, already open."""
     try:
-        owner = claim_owner(scope.root, txn.identity)
+        owner = claim_owner(scope.root, txn.identity, held)
     except ValueError as exc:
         raise WorkspaceOwnedElsewhere(str(scope.workspace), None, txn.identity, str(exc)) from None
     if owner.ledger_id != txn.identity.ledger_id:
@@ -773,19 +773,26 @@ class FilesNoteStore:
     ) -> TrashedNote:
         scope.root.require_in_place()
         txn.lock_workspace(str(scope.workspace))
-        require_owner(txn, scope)
-        try:
-            return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
-        except NoteMissing:
-            if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
-                raise
-        return self._trash(txn, scope, candidate, principal=principal, confirmation_id=confirmation_id)
+        # The owner check, the intent line and the move use one opening of the trash (fsroot Rule 8a).
+        with scope.root.held_trash() as trash:
+            require_owner(txn, scope, trash)
+            try:
+                return self._trash(
+                    txn, scope, candidate, trash, principal=principal, confirmation_id=confirmation_id
+                )
+            except NoteMissing:
+                if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
+                    raise
+            return self._trash(
+                txn, scope, candidate, trash, principal=principal, confirmation_id=confirmation_id
+            )
 
     def _trash(
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
         candidate: Note,
+        trash: HeldDir,
         *,
         principal: str,
         confirmation_id: str,
@@ -798,17 +805,30 @@ class FilesNoteStore:
         trash_id = _new_trash_id()
         deleted_at = time.time()
         intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
-        append_line(root, intent, sync=self._sync_trash)
-        committed = committed_line(trash_id, ledger_id)
-        self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
-        identity = root.quarantine(candidate.id, trash_id, candidate.identity.as_file())
+        # One opening of the journal for both lines: the committed one goes through it after COMMIT.
+        journal = open_journal(root, sync=self._sync_trash, held=trash)
+        try:
+            journal.append(intent, sync=self._sync_trash)
+            committed = committed_line(trash_id, ledger_id)
+            self._journaled[workspace] = self._journaled.get(workspace, 0) + len(intent) + len(committed)
+            identity = root.quarantine(candidate.id, trash_id, candidate.identity.as_file(), held=trash)
+        except BaseException:
+            journal.close()
+            raise
 
         def put_back() -> None:
             root.restore(trash_id, candidate.id)
             self.index.note_changed(workspace, root, candidate.id)
 
+        def mark_committed() -> None:
+            try:
+                journal.append(committed, sync=False)
+            finally:
+                journal.close()
+
+        txn.on_rollback(journal.close)  # undo steps run last registered first: put_back, then this
         txn.on_rollback(put_back)
-        txn.on_commit(lambda: append_line(root, committed, sync=False))
+        txn.on_commit(mark_committed)
         self.index.note_changed(workspace, root, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "

@@ -539,10 +539,20 @@ class IndexRefresh:
                     dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
-        if dirty_files:
+        # A name with no file and no row is already what the index says: typically the previous
+        # delete's own rename, whose write-through dropped the row. Re-reading it would find nothing
+        # and drop nothing, but open a write transaction; a file created there later is an event of
+        # its own, read by the next drain.
+        present = {note_id: same_file(root, note_id, None) for note_id in dirty_files}
+        changed = [n for n in dirty_files if present[n] or self._has_row(workspace, n)]
+        if changed:
             with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 7)
-                for note_id in sorted(dirty_files, key=lambda n: (same_file(root, n, None), n)):
+                for note_id in sorted(changed, key=lambda n: (present[n], n)):
                     self._index_file(workspace, root, note_id)
+
+    def _has_row(self, workspace: str, note_id: str) -> bool:
+        row = self._db.execute("SELECT 1 FROM notes WHERE workspace = ? AND id = ?", (workspace, note_id))
+        return row.fetchone() is not None
 
     def _walk(
         self,

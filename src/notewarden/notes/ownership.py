@@ -41,7 +41,7 @@ from typing import Any
 
 from notewarden.ledger import LedgerIdentity
 from notewarden.notes.trash_journal import parse_journal, read_journal
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.fsroot import HeldDir, RecordStamp, WorkspaceRoot
 from notewarden.scope.note_paths import TRASH_OWNER_NAME
 
 __all__ = [
@@ -59,6 +59,9 @@ __all__ = [
 ]
 
 _MARKER_MAX = 16 * 1024
+_STAMP_SETTLED_NS = 2_000_000_000
+"""A marker last changed this long before it was read keeps its stamp until it is written again."""
+_STAMPS_KEPT = 64
 _JOURNAL_READ_MAX = 64 * 1024 * 1024
 
 
@@ -133,11 +136,41 @@ class OwnerMarker:
         return str(Path(self.location).parent) if self.kind == "sqlite" else None
 
 
-def read_owner(root: WorkspaceRoot) -> OwnerMarker | None:
+_by_stamp: dict[RecordStamp, OwnerMarker] = {}
+"""Markers read through a held trash, by the stamp of the file they were read from."""
+
+
+def read_owner(root: WorkspaceRoot, held: HeldDir | None = None) -> OwnerMarker | None:
     """The folder's owner marker, None when unmarked; ValueError when it cannot be read as one.
-    Read on every trash mutation, so the few distinct markers a process meets are decoded once."""
-    data = root.read_record(TRASH_OWNER_NAME, _MARKER_MAX)
-    return None if data is None else _decoded(data)
+    Read on every trash mutation, so the few distinct markers a process meets are decoded once.
+
+    With `held` (the trash, open for a mutation), a marker whose stamp (device, inode, size, mtime,
+    ctime) is that of a marker read before is not read again: one `fstatat` instead of an open and
+    two reads. Any change of the marker changes its stamp: a takeover renames a new file over it (a
+    new inode and ctime), an edit in place moves the ctime, which no one can set back. Only a marker
+    whose ctime was 2 s old when it was read is kept (as git does with racily clean files: a write
+    within the same clock tick as the ctime would leave it unchanged), and only when the stamp is
+    the same before and after the read."""
+    if held is None:
+        data = root.read_record(TRASH_OWNER_NAME, _MARKER_MAX)
+        return None if data is None else _decoded(data)
+    stamp = root.record_stamp(TRASH_OWNER_NAME, held=held)
+    if stamp is not None and (known := _by_stamp.get(stamp)) is not None:
+        return known
+    now = time.time_ns()
+    data = root.read_record(TRASH_OWNER_NAME, _MARKER_MAX, held=held)
+    if data is None:
+        return None
+    marker = _decoded(data)
+    if (
+        stamp is not None
+        and now - stamp[4] > _STAMP_SETTLED_NS
+        and root.record_stamp(TRASH_OWNER_NAME, held=held) == stamp
+    ):
+        if len(_by_stamp) >= _STAMPS_KEPT:
+            _by_stamp.clear()
+        _by_stamp[stamp] = marker
+    return marker
 
 
 @functools.lru_cache(maxsize=16)
@@ -145,13 +178,13 @@ def _decoded(data: bytes) -> OwnerMarker:
     return OwnerMarker.decode(data)
 
 
-def claim_owner(root: WorkspaceRoot, identity: LedgerIdentity) -> OwnerMarker:
+def claim_owner(root: WorkspaceRoot, identity: LedgerIdentity, held: HeldDir | None = None) -> OwnerMarker:
     """The folder's owner, marking it for `identity` first when nobody has (the first ledger wins;
-    a process that loses the race reads the winner's marker)."""
-    marker = read_owner(root)
+    a process that loses the race reads the winner's marker). `held`: the trash, already open."""
+    marker = read_owner(root, held)
     if marker is None:
         root.write_record(TRASH_OWNER_NAME, OwnerMarker.of(identity).encode(), replace=False)
-        marker = read_owner(root)
+        marker = read_owner(root, held)
         assert marker is not None, "a marker was just created, by this process or another"
     return marker
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.fsroot import HeldDir, RecordAppender, WorkspaceRoot
 from notewarden.scope.note_paths import TRASH_JOURNAL_NAME
 
 __all__ = [
@@ -35,15 +35,22 @@ __all__ = [
     "append_line",
     "committed_line",
     "intent_line",
+    "open_journal",
     "parse_journal",
     "read_journal",
     "reset_journal",
 ]
 
 
-def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True) -> None:
-    """Append one line (Rule 2); the journal is created on first use."""
-    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync)
+def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True, held: HeldDir | None = None) -> None:
+    """Append one line (Rule 2); the journal is created on first use. `held`: the trash, already open."""
+    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync, held=held)
+
+
+def open_journal(root: WorkspaceRoot, *, sync: bool, held: HeldDir | None = None) -> RecordAppender:
+    """The journal open for appending (Rule 2), for a delete's intent line and, once its transaction
+    has committed, its committed line; the caller closes it."""
+    return root.record_appender(TRASH_JOURNAL_NAME, sync=sync, held=held)
 
 
 def read_journal(root: WorkspaceRoot, max_bytes: int) -> bytes:

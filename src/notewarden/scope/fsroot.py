@@ -53,6 +53,13 @@ inode that is listed, never on whatever a path names later.
 Rule 8: every fd opened by an operation is closed before it returns (try/finally), on success and on
 error. ``close()`` must not race with operations still running on the same ``WorkspaceRoot``.
 
+Rule 8a: the exceptions to Rule 8 serve the steps of one change. ``held_trash`` opens the trash
+directory once, with the checks of every other opening (a confirmed delete reads the owner marker,
+appends its intent line and moves the note through the same fd), and closes it when the ``with``
+block ends. ``record_appender`` keeps a record open for a later line of the same change (the
+delete's committed line, appended after its transaction commits); its owner closes it when the
+transaction ends, and it closes itself if it is dropped unclosed. Neither outlives a request.
+
 Rule 9: a root remembers the path it was opened from, and ``require_in_place`` (which callers run
 before every change they make) compares what that path names now, without following a symlink,
 with the held directory. A folder renamed away and replaced by another directory or a symlink, or
@@ -70,7 +77,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final
@@ -120,7 +127,10 @@ __all__ = [
     "DirListing",
     "DirStamp",
     "FileIdentity",
+    "HeldDir",
     "NoteEntry",
+    "RecordAppender",
+    "RecordStamp",
     "WorkspaceRoot",
 ]
 
@@ -130,6 +140,17 @@ FORCE_FALLBACK_ENV: Final = "NOTEWARDEN_FORCE_FALLBACK"
 
 _READ_CHUNK: Final = 1 << 16
 _RECORD_OPEN: Final = os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+
+RecordStamp = tuple[int, int, int, int, int]
+"""(dev, ino, size, mtime_ns, ctime_ns) of a record: what any write or replacement changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDir:
+    """A service directory opened once (``WorkspaceRoot.held_trash``, Rule 8a): its name and fd."""
+
+    name: str
+    fd: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +200,36 @@ SKIPPED_SYMLINK: Final = (
     "a symbolic link: not followed (notewarden never follows symlinks, not even inside the workspace)"
 )
 SKIPPED_OTHER_FILESYSTEM: Final = "on another filesystem (a mount point): not read"
+
+
+class RecordAppender:
+    """A record open with ``O_APPEND`` (``WorkspaceRoot.record_appender``): each ``append`` is one
+    ``write``, so the lines of concurrent writers never interleave (Rule 5)."""
+
+    __slots__ = ("_fd", "_name")
+
+    def __init__(self, name: str, fd: int) -> None:
+        self._name = name
+        self._fd: int | None = fd
+
+    def append(self, data: bytes, *, sync: bool) -> None:
+        if self._fd is None:
+            raise FsError(f"record {self._name!r}: closed")
+        try:
+            if os.write(self._fd, data) != len(data):
+                raise FsError(f"record {self._name!r}: short write; no space left in the workspace?")
+            if sync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise os_error(f"record {self._name!r}", exc) from exc
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:  # a transaction that ended without running its steps (Rule 8a)
+        self.close()
 
 
 class WorkspaceRoot:
@@ -440,7 +491,7 @@ class WorkspaceRoot:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise NotARegularFile(f"{path}: is not a regular file; only regular files are notes")
-            self._resolve.check_same_mount(fd, path)
+            self._resolve.check_same_mount(fd, path, st)
             if refuse_hardlinked and st.st_nlink > 1:
                 raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
             if whole and st.st_size > max_bytes:
@@ -636,6 +687,24 @@ class WorkspaceRoot:
     def _open_trash(self, *, create: bool) -> int:
         return self._open_private_dir(TRASH_DIR_NAME, "trash directory", create=create)
 
+    @contextlib.contextmanager
+    def held_trash(self) -> Iterator[HeldDir]:
+        """The trash directory (created if needed) opened once for the steps of one change (Rule 8a):
+        each opening costs an ``openat``, an ``fstat``, a mount-id ``statx`` and a ``geteuid``."""
+        fd = self._open_trash(create=True)
+        try:
+            yield HeldDir(TRASH_DIR_NAME, fd)
+        finally:
+            os.close(fd)
+
+    def _held_fd(self, held: HeldDir | None, directory: str) -> int | None:
+        """The held fd of ``directory``; None when nothing is held (the caller opens it)."""
+        if held is None:
+            return None
+        if held.name != directory:
+            raise ValueError(f"{held.name!r} is held, not {directory!r}")
+        return held.fd
+
     def _open_private_dir(self, name: str, display: str, *, create: bool) -> int:
         """Open a service directory held by fd (the trash, the history): a real 0700 directory of this
         uid on the workspace's mount."""
@@ -661,7 +730,7 @@ class WorkspaceRoot:
                 raise err from exc
         try:
             st = os.fstat(fd)
-            self._resolve.check_same_mount(fd, display)
+            self._resolve.check_same_mount(fd, display, st)
             if st.st_uid != os.geteuid():
                 raise FsError(f"{display} is owned by another user; it must belong to the service")
             if stat.S_IMODE(st.st_mode) != 0o700:
@@ -672,12 +741,19 @@ class WorkspaceRoot:
         return fd
 
     def quarantine(
-        self, path: str, trash_name: str, expected: FileIdentity, *, refuse_hardlinked: bool = False
+        self,
+        path: str,
+        trash_name: str,
+        expected: FileIdentity,
+        *,
+        refuse_hardlinked: bool = False,
+        held: HeldDir | None = None,
     ) -> FileIdentity:
         """Move a confirmed note into the trash as ``trash_name``; nothing is unlinked.
 
         The entry must be a regular file whose identity equals ``expected`` before the move, and the
         moved entry must still have it afterwards; otherwise it is moved back and IdentityMismatch raised.
+        ``held``: the trash as ``held_trash`` opened it for this change.
         """
         parts = split_relative(path)
         check_trash_name(trash_name)
@@ -689,7 +765,8 @@ class WorkspaceRoot:
                 raise IdentityMismatch(f"{path}: is not the file that was confirmed; nothing was moved")
             if refuse_hardlinked and st.st_nlink > 1:
                 raise FsError(f"{path}: has {st.st_nlink} hard links; hard-linked notes are refused here")
-            tfd = self._open_trash(create=True)
+            held_fd = self._held_fd(held, TRASH_DIR_NAME)
+            tfd = self._open_trash(create=True) if held_fd is None else held_fd
             try:
                 self._move(pfd, name, tfd, trash_name, path, f"trash entry {trash_name!r}")
                 try:
@@ -707,7 +784,8 @@ class WorkspaceRoot:
                     raise IdentityMismatch(f"{path}: changed during quarantine; it was moved back")
                 return FileIdentity.of(moved)
             finally:
-                os.close(tfd)
+                if held_fd is None:
+                    os.close(tfd)
         finally:
             os.close(pfd)
 
@@ -768,21 +846,22 @@ class WorkspaceRoot:
         finally:
             os.close(tfd)
 
-    def append_record(self, name: str, data: bytes, *, sync: bool) -> None:
+    def append_record(self, name: str, data: bytes, *, sync: bool, held: HeldDir | None = None) -> None:
         """Append ``data`` to a record (created on first use) in one ``write`` with ``O_APPEND``, so the
         appends of concurrent writers never interleave. With ``sync`` it is fsynced, and the record's
         directory too when this call created the record (survives power loss)."""
-        fd = self._open_record(name, os.O_WRONLY | os.O_APPEND, create=True, sync=sync)
-        assert fd is not None  # with create, a missing record is created, not None
+        appender = self.record_appender(name, sync=sync, held=held)
         try:
-            if os.write(fd, data) != len(data):
-                raise FsError(f"record {name!r}: short write; no space left in the workspace?")
-            if sync:
-                os.fsync(fd)
-        except OSError as exc:
-            raise os_error(f"record {name!r}", exc) from exc
+            appender.append(data, sync=sync)
         finally:
-            os.close(fd)
+            appender.close()
+
+    def record_appender(self, name: str, *, sync: bool, held: HeldDir | None = None) -> RecordAppender:
+        """A record (created on first use) opened for appending, for a change that appends to it
+        again later (Rule 8a): the caller closes it."""
+        fd = self._open_record(name, os.O_WRONLY | os.O_APPEND, create=True, sync=sync, held=held)
+        assert fd is not None  # with create, a missing record is created, not None
+        return RecordAppender(name, fd)
 
     def truncate_record(self, name: str, keep: bytes = b"") -> None:
         """Empty a record but for ``keep``, written in its place; nothing when it does not exist."""
@@ -796,15 +875,28 @@ class WorkspaceRoot:
         finally:
             os.close(fd)
 
-    def read_record(self, name: str, max_bytes: int) -> bytes | None:
+    def read_record(self, name: str, max_bytes: int, *, held: HeldDir | None = None) -> bytes | None:
         """The first ``max_bytes`` of a record (a ``~`` name), or None when it does not exist."""
-        fd = self._open_record(name, os.O_RDONLY)
+        fd = self._open_record(name, os.O_RDONLY, held=held)
         if fd is None:
             return None
         try:
             return _read_fd(fd, max_bytes, False, name)
         finally:
             os.close(fd)
+
+    def record_stamp(self, name: str, *, held: HeldDir) -> RecordStamp | None:
+        """One ``fstatat`` of a record in a held directory: its stamp while it is a regular file of the
+        service, None otherwise (absent, or something else: reading it then says what is wrong)."""
+        fd = self._held_fd(held, record_directory(name))
+        assert fd is not None
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def write_record(self, name: str, data: bytes, *, replace: bool) -> bool:
         """Write a whole record, fsynced, creating its directory if needed. ``replace=False`` creates
@@ -854,14 +946,17 @@ class WorkspaceRoot:
         finally:
             os.close(dfd)
 
-    def _open_record(self, name: str, flags: int, *, create: bool = False, sync: bool = False) -> int | None:
+    def _open_record(
+        self, name: str, flags: int, *, create: bool = False, sync: bool = False, held: HeldDir | None = None
+    ) -> int | None:
         """A record (the trash's journal and owner marker, the history's move journal), opened beneath
-        its directory's fd and checked to be a regular file of the service; None when there is no such
-        directory or record and ``create`` is false. A record this call creates has its directory entry
-        fsynced when ``sync``."""
+        its directory's fd (``held``, or opened here) and checked to be a regular file of the service;
+        None when there is no such directory or record and ``create`` is false. A record this call
+        creates has its directory entry fsynced when ``sync``."""
         directory = record_directory(name)
+        held_fd = self._held_fd(held, directory)
         try:
-            tfd = self._open_private_dir(directory, directory, create=create)
+            tfd = self._open_private_dir(directory, directory, create=create) if held_fd is None else held_fd
         except NoteMissing:
             if create:
                 raise
@@ -881,7 +976,8 @@ class WorkspaceRoot:
                     raise NotARegularFile(f"record {name!r}: is not a regular file; move it away") from exc
                 raise self._resolve.classify_step(tfd, name, exc, f"record {name!r}") from exc
         finally:
-            os.close(tfd)
+            if held_fd is None:
+                os.close(tfd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
             os.close(fd)
