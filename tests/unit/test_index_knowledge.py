@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -291,3 +292,28 @@ def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path
             found = big.note_links(WS, root, "", note_id, limit=1)
             assert found is not None and [link.target for link in found.outgoing] == expected, note_id
     big.close()
+
+
+def test_a_first_build_resolves_no_link_to_a_note_that_goes_before_it_is_read(
+    tmp_path: Path, folder: Path
+) -> None:
+    """A first build resolves links as it reads them, against the notes it listed (Rule 6): a note
+    listed but gone by the time it is read must not stay a target."""
+    (folder / "Solo").mkdir()
+    (folder / "Solo" / "Lone.md").write_text("# Lone\n")
+    (folder / "Zed.md").write_text("[[Lone]] [[Solo/Lone]] [[Plan]]\n")
+
+    class Racing(NoteIndex):
+        def _read_files(self, *args: Any, **kwargs: Any) -> None:
+            (folder / "Solo" / "Lone.md").unlink(missing_ok=True)  # after the listing, before the reads
+            super()._read_files(*args, **kwargs)
+
+    racing = Racing(tmp_path / "racing.sqlite3", watch=False)
+    with WorkspaceRoot.open(str(folder)) as root:
+        assert outgoing(racing, root, "Zed.md") == {
+            "[[Lone]]": (None, False),
+            "[[Solo/Lone]]": (None, False),
+            "[[Plan]]": ("Projects/Atlas/Plan.md", True),
+        }
+        assert backlinks(racing, root, "Projects/Atlas/Plan.md") >= {("Zed.md", "[[Plan]]")}
+    racing.close()
