@@ -18,7 +18,14 @@ from jsonschema import Draft202012Validator
 from notewarden.app import default_tools
 from notewarden.config import parse_config
 from notewarden.services import open_services
-from notewarden.tools.registry import ToolDef, fast_validator, schema_problems
+from notewarden.tools.registry import (
+    ToolDef,
+    ToolRegistry,
+    declare,
+    fast_validator,
+    object_schema,
+    schema_problems,
+)
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +103,25 @@ def test_the_fast_path_agrees_with_jsonschema(tools: dict[str, ToolDef], data: s
         args = data.draw(arguments(schema), label=name)
         expected = schema_problems(Draft202012Validator(schema), args)  # jsonschema alone
         assert tool.argument_problems(args) == expected, (name, args)
+
+
+def test_the_sdk_gets_a_schema_to_check_mcp_param_headers_against_only_where_a_tool_declares_one(
+    tools: dict[str, ToolDef],
+) -> None:
+    handler = next(iter(tools.values())).handler  # never called
+
+    routed = object_schema(
+        {"workspaceUri": {"type": "string", "x-mcp-header": "Workspace"}}, ["workspaceUri"]
+    )
+    plain = object_schema({"workspaceUri": {"type": "string"}}, ["workspaceUri"])
+    registry = ToolRegistry(
+        [
+            ToolDef(declare("routed", "Routed", "d", routed, {"type": "object"}), handler),
+            ToolDef(declare("plain", "Plain", "d", plain, {"type": "object"}), handler),
+        ]
+    )
+    assert registry.input_schema("routed") == routed
+    assert registry.input_schema("plain") is None  # nothing a client may mirror into a header
+    assert registry.input_schema("unknown") is None
+    shipped = ToolRegistry(tools.values())
+    assert [name for name in tools if shipped.input_schema(name) is not None] == []

@@ -31,6 +31,7 @@ import fastjsonschema
 import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import x_mcp_header_map
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from notewarden.confirm.flow import ToolResult
@@ -271,13 +272,21 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[ToolDef]) -> None:
         self._tools = {t.tool.name: t for t in sorted(tools, key=lambda t: t.tool.name)}
         self.listing = types.ListToolsResult(tools=[t.tool for t in self._tools.values()])
+        self._header_schemas = {
+            name: t.tool.input_schema
+            for name, t in self._tools.items()
+            if x_mcp_header_map(t.tool.input_schema)
+        }
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
-        tool = self._tools.get(name)
-        return tool.tool.input_schema if tool else None
+        """The schema the SDK checks a call's `Mcp-Param-*` headers against, for a tool that declares
+        any (`x-mcp-header`); None for the others, which have no header a client may send. The SDK
+        walks the schema it gets on every `tools/call` (twice: its validity, then its annotations),
+        ~0.2 M instructions per call on these schemas, to find nothing."""
+        return self._header_schemas.get(name)
 
     async def call(self, call: ToolCall) -> ToolResult:
         tool = self._tools.get(call.name)
