@@ -42,9 +42,9 @@ __all__ = [
 ]
 
 
-def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True, held: HeldDir | None = None) -> None:
-    """Append one line (Rule 2); the journal is created on first use. `held`: the trash, already open."""
-    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync, held=held)
+def append_line(root: WorkspaceRoot, line: bytes, *, sync: bool = True) -> None:
+    """Append one line (Rule 2); the journal is created on first use."""
+    root.append_record(TRASH_JOURNAL_NAME, line, sync=sync)
 
 
 def open_journal(root: WorkspaceRoot, *, sync: bool, held: HeldDir | None = None) -> RecordAppender:

@@ -846,11 +846,11 @@ class WorkspaceRoot:
         finally:
             os.close(tfd)
 
-    def append_record(self, name: str, data: bytes, *, sync: bool, held: HeldDir | None = None) -> None:
+    def append_record(self, name: str, data: bytes, *, sync: bool) -> None:
         """Append ``data`` to a record (created on first use) in one ``write`` with ``O_APPEND``, so the
         appends of concurrent writers never interleave. With ``sync`` it is fsynced, and the record's
         directory too when this call created the record (survives power loss)."""
-        appender = self.record_appender(name, sync=sync, held=held)
+        appender = self.record_appender(name, sync=sync)
         try:
             appender.append(data, sync=sync)
         finally:
