@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from starlette.types import ASGIApp, Message
 
 from bench.data import BenchNote, bench_notes, write_workspace
 from bench.load import _META, database_cpu
+from bench.pgtrace import ROUND_TRIP, STATEMENT, sent, trace
 from bench.servers import BENCH_TOKEN, prepare_notewarden
 
 __all__ = ["cpu_per_confirmed_delete"]
@@ -209,30 +211,24 @@ class _Tracer:
         psycopg.Connection.connect = classmethod(traced)  # type: ignore[method-assign,assignment]
 
     def _trace(self, conn: Any) -> None:
-        from psycopg.pq import Trace
-
         file = open(self._folder / f"trace-{len(self._files)}.txt", "w")  # noqa: SIM115
         self._files.append(file)
-        conn.pgconn.trace(file.fileno())
-        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        trace(conn, file)
 
     def start(self) -> None:
         self._on = True
         for conn in self._connections:
             self._trace(conn)
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> Counter[str]:
         """Frontend messages by type, once every trace is flushed."""
         for conn in self._connections:
             if not conn.closed:
                 conn.pgconn.untrace()
-        found: dict[str, int] = {}
+        found: Counter[str] = Counter()
         for file in self._files:
             file.close()
-            for line in Path(file.name).read_text(errors="replace").splitlines():
-                fields = line.split("\t")
-                if len(fields) > 2 and fields[0] == "F":
-                    found[fields[2].split()[0]] = found.get(fields[2].split()[0], 0) + 1
+            found += sent(Path(file.name).read_text(errors="replace"))
         return found
 
 
@@ -264,7 +260,7 @@ async def postgres_costs(
                 for i, note in enumerate(resident[warmup : warmup + calls], warmup):
                     await _confirmed_delete(app, uri, note, 2 * i)
                 ended, backends_after = os.times(), database_cpu(database)
-                sent = tracer.counts() if tracer is not None else None
+                messages = tracer.counts() if tracer is not None else None
         finally:
             services.close()
     finally:
@@ -276,10 +272,10 @@ async def postgres_costs(
         "system_ms": round((ended.system - started.system) / calls * 1000, 3),
         "database_ms": round(database_seconds / calls * 1000, 3),
     }
-    if sent is not None:
-        out["round_trips"] = round((sent.get("Sync", 0) + sent.get("Query", 0)) / calls, 2)
-        out["statements"] = round((sent.get("Bind", 0) + sent.get("Query", 0)) / calls, 2)
-        out["parses"] = round(sent.get("Parse", 0) / calls, 2)
+    if messages is not None:
+        out["round_trips"] = round(sum(messages[m] for m in ROUND_TRIP) / calls, 2)
+        out["statements"] = round(sum(messages[m] for m in STATEMENT) / calls, 2)
+        out["parses"] = round(messages["Parse"] / calls, 2)
     return out
 
 

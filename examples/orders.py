@@ -33,6 +33,7 @@ from notewarden.confirm import (
     ToolResult,
     open_sqlite_ledger,
     pick_one_form,
+    retriable,
 )
 
 ORDERS = SchemaComponent(
@@ -113,7 +114,7 @@ def cancel(confirmed: Confirmed) -> Done:
 
 
 def unchanged(outcome: str, until: str | None) -> Done:
-    return Done({"outcome": outcome, **({"retriableUntil": until} if until else {})})
+    return Done(retriable({"outcome": outcome}, until))
 
 
 def call_cancel(

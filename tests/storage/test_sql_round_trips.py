@@ -1,8 +1,8 @@
 """What a confirmed delete costs in round trips to PostgreSQL, counted on the wire.
 
-A ledger with a pool of one connection, whose libpq protocol trace is read: every `Sync` (the end of
-an extended-protocol statement) and every simple `Query` is a message the client then waits on, so
-their count is the number of round trips. Round 1 (the title query, with the stale-row probe in the
+A ledger with a pool of one connection, whose libpq protocol trace is read (`bench.pgtrace`): every
+`Sync` and every simple `Query` is a message the client then waits on, so their count is the number
+of round trips. Round 1 (the title query, with the stale-row probe in the
 same statement) is one; round 2 is three: BEGIN with the claim, the move (the workspace's lock, the
 row into the trash, the history following it), the receipt with COMMIT (notes.sql,
 ledger.postgres). The second use of the same confirmation still finds the first's receipt and
@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.pq import Trace
+from bench.pgtrace import ROUND_TRIP, sent, trace
 
 from notewarden.ledger import Claim
 from notewarden.ledger.postgres import PostgresLedger
@@ -49,16 +49,14 @@ class Wire:
             self._conn: psycopg.Connection[Any] = db.connection  # type: ignore[attr-defined]
         self._path = path
         self._file = path.open("w")
-        self._conn.pgconn.trace(self._file.fileno())
-        self._conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        trace(self._conn, self._file)
         self._seen = 0
 
     def turns(self) -> int:
         self._conn.pgconn.untrace()  # flushes what libpq buffered
-        sent = [line.split("\t") for line in self._path.read_text().splitlines()]
-        waits = sum(1 for fields in sent if fields[0] == "F" and fields[2].split()[0] in ("Sync", "Query"))
-        self._conn.pgconn.trace(self._file.fileno())
-        self._conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        messages = sent(self._path.read_text())
+        waits = sum(messages[m] for m in ROUND_TRIP)
+        trace(self._conn, self._file)
         new, self._seen = waits - self._seen, waits
         return new
 

@@ -32,7 +32,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from notewarden.confirm.flow import Confirmed, ConfirmedAction, Done, Offer, Refusal, ToolResult, already_used
+from notewarden.confirm.flow import (
+    Confirmed,
+    ConfirmedAction,
+    Done,
+    Offer,
+    Refusal,
+    ToolResult,
+    already_used,
+    retriable,
+)
 from notewarden.confirm.forms import (
     OUTCOMES,
     Answer,
@@ -74,6 +83,7 @@ __all__ = [
     "open_sqlite_ledger",
     "pick_one_form",
     "pick_some_form",
+    "retriable",
     "yes_no_form",
 ]
 

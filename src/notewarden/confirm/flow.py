@@ -77,6 +77,7 @@ __all__ = [
     "invalid_state_error",
     "iso8601",
     "receipt",
+    "retriable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,14 @@ that ends the call without asking (nothing to do)."""
 EffectFn = Callable[[Confirmed], Done]
 UnchangedFn = Callable[[str, "str | None"], Done]
 """(outcome label, retriable-until or None) -> the answer when nothing was changed."""
+
+
+def retriable(result: Mapping[str, Any], until: str | None) -> dict[str, Any]:
+    """An unchanged outcome's result, saying until when the same confirmation can be answered again
+    (`retriableUntil`, for a cancel; `until` is None for the other outcomes)."""
+    return dict(result) if until is None else {**result, "retriableUntil": until}
+
+
 WithdrawFn = Callable[[LedgerTxn], None]
 AskLive = Callable[[Mapping[str, Any]], Awaitable[Any]]
 """A 2025-11-25 session: send the form's params as `elicitation/create` now, return the answer."""

@@ -91,6 +91,10 @@ class Claim:
     outcome: str
     expires_at: float
 
+    def row(self, consumed_at: float) -> tuple[str, str, str, str, float, float]:
+        """Its `confirmations` row: confirmation_id, principal, tool, outcome, consumed_at, expires_at."""
+        return (self.confirmation_id, self.principal, self.tool, self.outcome, consumed_at, self.expires_at)
+
 
 @dataclass(frozen=True, slots=True)
 class LedgerIdentity:

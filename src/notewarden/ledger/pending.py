@@ -35,7 +35,7 @@ def claim_pending(txn: LedgerTxn, claim: Claim, *, now: float, stale_after: floa
     taken = txn.execute(
         "INSERT INTO confirmations (confirmation_id, principal, tool, outcome, consumed_at, expires_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (confirmation_id) DO NOTHING RETURNING consumed_at",
-        (claim.confirmation_id, claim.principal, claim.tool, claim.outcome, now, claim.expires_at),
+        claim.row(now),
     ) or txn.execute(
         "UPDATE confirmations SET consumed_at = ? WHERE confirmation_id = ? AND principal = ? "
         "AND outcome = ? AND consumed_at < ? RETURNING consumed_at",

@@ -177,14 +177,7 @@ class PostgresTxn(PostgresSession, TransactionSteps):
         return super().execute(sql, params)
 
     def claim_confirmation(self, claim: Claim) -> bool:
-        params = (
-            claim.confirmation_id,
-            claim.principal,
-            claim.tool,
-            claim.outcome,
-            time.time(),
-            claim.expires_at,
-        )
+        params = claim.row(time.time())
         if self._begun:
             return bool(self._execute_native(_CLAIM, params))
         self._begun = True

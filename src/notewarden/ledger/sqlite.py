@@ -166,14 +166,7 @@ class SqliteTxn(SqliteSession, TransactionSteps):
         row = self._conn.execute(
             "INSERT INTO confirmations (confirmation_id, principal, tool, outcome, consumed_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (confirmation_id) DO NOTHING RETURNING confirmation_id",
-            (
-                claim.confirmation_id,
-                claim.principal,
-                claim.tool,
-                claim.outcome,
-                time.time(),
-                claim.expires_at,
-            ),
+            claim.row(time.time()),
         ).fetchone()
         return row is not None
 

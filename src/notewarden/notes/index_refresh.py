@@ -86,7 +86,7 @@ from typing import Any
 
 import inotify_simple
 
-from notewarden.notes.links import MappedVault, context_line, name_key, note_key, resolve_path
+from notewarden.notes.links import MappedVault, context_line, id_keyed, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import note_stem
 from notewarden.notes.store import ProgressSink
@@ -246,14 +246,12 @@ class _LoadedLookup(MappedVault):
     names (a first build), one read of the keys instead of a query per name."""
 
     def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
-        paths: dict[str, str] = {}
-        names: dict[str, list[str]] = {}
+        paths, names = id_keyed(
+            db.execute(
+                "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
+            )
+        )
         aliases: dict[str, list[str]] = {}
-        for note_id, path_key, key in db.execute(
-            "SELECT id, path_key, name_key FROM notes WHERE workspace = ? ORDER BY id", (workspace,)
-        ):
-            paths.setdefault(path_key, note_id)
-            names.setdefault(key, []).append(note_id)
         for note_id, key in db.execute(
             "SELECT note_id, alias_key FROM note_aliases WHERE workspace = ?", (workspace,)
         ):
@@ -268,12 +266,7 @@ class _PlannedVault(MappedVault):
 
     def __init__(self, note_ids: Iterable[str]) -> None:
         self.ids = frozenset(note_ids)
-        paths: dict[str, str] = {}
-        names: dict[str, list[str]] = {}
-        for note_id in sorted(self.ids):  # a path key two notes share opens the first by id (`IndexLookup`)
-            paths.setdefault(note_key(note_id), note_id)
-            names.setdefault(name_key(note_id), []).append(note_id)
-        super().__init__(paths, names, {})
+        super().__init__(*id_keyed((i, note_key(i), name_key(i)) for i in sorted(self.ids)), {})
 
 
 def same_file(root: WorkspaceRoot, note_id: str, identity: FileIdentity | None) -> bool:

@@ -53,6 +53,7 @@ __all__ = [
     "VaultLookup",
     "anchor_found",
     "context_line",
+    "id_keyed",
     "name_key",
     "note_key",
     "relink",
@@ -225,6 +226,17 @@ def _in_order(wanted: list[str], path: list[str]) -> bool:
     return all(any(p == w for p in rest) for w in wanted)
 
 
+def id_keyed(notes: Iterable[tuple[str, str, str]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(note id, path key, name key) in id order -> the path map and the name map of a
+    `MappedVault`: a path key two notes share opens the first by id, as the index's `min(id)` does."""
+    paths: dict[str, str] = {}
+    names: dict[str, list[str]] = {}
+    for note_id, path_key, key in notes:
+        paths.setdefault(path_key, note_id)
+        names.setdefault(key, []).append(note_id)
+    return paths, names
+
+
 class MappedVault:
     """A `VaultLookup` answered from mappings built beforehand (key -> note ids)."""
 
@@ -253,14 +265,11 @@ class MemoryVault(MappedVault):
     def __init__(self, note_ids: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
         self.ids = sorted(note_ids)
         self.aliases = {k: list(v) for k, v in (aliases or {}).items()}
-        names: dict[str, list[str]] = {}
-        for note_id in self.ids:
-            names.setdefault(name_key(note_id), []).append(note_id)
         aliased: dict[str, list[str]] = {}
         for note_id, found in self.aliases.items():
             for alias in found:
                 aliased.setdefault(fold(alias), []).append(note_id)
-        super().__init__({note_key(i): i for i in self.ids}, names, aliased)
+        super().__init__(*id_keyed((i, note_key(i), name_key(i)) for i in self.ids), aliased)
 
     def moved(self, old_id: str, new_id: str) -> MovedVault:
         """The vault after `old_id` is renamed to `new_id` (its aliases go with it)."""

@@ -487,18 +487,19 @@ class _LoadedSqlLookup(links.MappedVault):
     def __init__(self, db: SqlSession, workspace: str) -> None:
         sql = _STATEMENTS[db.dialect]
         self.rows: dict[str, int] = {}
-        paths: dict[str, str] = {}
-        names: dict[str, list[str]] = {}
-        after = ""
-        while True:
-            page = db.execute(sql["keys_page"], (workspace, after, DERIVE_BATCH))
-            for row_id, path, path_key, name in page:
-                self.rows[path] = row_id
-                paths.setdefault(path_key, path)
-                names.setdefault(name, []).append(path)
-            if len(page) < DERIVE_BATCH:
-                break
-            after = page[-1][1]
+
+        def keys() -> Iterator[tuple[str, str, str]]:  # by path, a page at a time
+            after = ""
+            while True:
+                page = db.execute(sql["keys_page"], (workspace, after, DERIVE_BATCH))
+                for row_id, path, path_key, name in page:
+                    self.rows[path] = row_id
+                    yield path, path_key, name
+                if len(page) < DERIVE_BATCH:
+                    return
+                after = page[-1][1]
+
+        paths, names = links.id_keyed(keys())
         by_row = {row_id: path for path, row_id in self.rows.items()}
         aliases: dict[str, list[str]] = {}
         for key, row_id in db.execute(sql["aliases_all"], (workspace,)):

@@ -32,7 +32,7 @@ from typing import Any
 
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
 from notewarden.display import visible
@@ -244,12 +244,10 @@ _NOT_DELETED: Mapping[str, str] = {
 
 
 def not_deleted(outcome: str, workspace: str, until: str | None) -> Done:
-    result = delete_result(outcome, workspace, [])
     text = _NOT_DELETED[outcome]
     if until is not None:
-        result["retriableUntil"] = until
         text += f" The same confirmation can be answered again until {until}."
-    return Done(result, None, text)
+    return Done(retriable(delete_result(outcome, workspace, []), until), None, text)
 
 
 def require_form_elicitation(

@@ -32,7 +32,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_purge_form
 from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
@@ -173,8 +173,7 @@ class HistoryTools:
             )
 
         def unchanged(outcome: str, until: str | None) -> Done:
-            result = self._result(outcome, workspace, 0)
-            return Done(result if until is None else {**result, "retriableUntil": until})
+            return Done(retriable(self._result(outcome, workspace, 0), until))
 
         return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
             self.services,

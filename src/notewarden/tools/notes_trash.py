@@ -29,7 +29,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, Done, Offer
+from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import TRASH_EMPTY_INPUT_KEY, Answer, trash_empty_form
 from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible
@@ -178,8 +178,7 @@ class TrashTools:
             return empty_receipt(self._result("emptied", shown_uri, self.purge(call, confirmed, progress)))
 
         def unchanged(outcome: str, until: str | None) -> Done:
-            result = self._result(outcome, shown_uri, [])
-            return Done(result if until is None else {**result, "retriableUntil": until})
+            return Done(retriable(self._result(outcome, shown_uri, []), until))
 
         async with progress_sink(call.report_progress) as progress:
             return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
