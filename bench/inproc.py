@@ -5,10 +5,11 @@
 
 The shipped HTTP application (`build_http_app`, every middleware, the SDK's transport,
 the ledger and the files store) is driven directly as an ASGI app: no sockets, no
-uvicorn, no load client in the measurement. The workspace holds one note, re-created
-after each delete outside the measured part, so what is measured is the fixed cost of
-a confirmed delete (two requests, the sealed
-state, the ledger transaction, the trash move with its fsyncs). CPU time of the whole
+uvicorn, no load client in the measurement. As in the comparison (bench/run_all.py), the
+workspace holds `--notes` resident notes (1,000) and each delete takes a note of its own, so
+what is measured is what one confirmed delete costs there (two requests, the title lookup,
+the sealed state, the ledger transaction, the trash move with its fsyncs, the index's
+write-through). CPU time of the whole
 process (all threads), user and system apart, is summed over the measured requests only,
 so other load on the machine moves it less than it moves wall-clock throughput (for a
 number nothing moves, count instructions: bench/instructions.py).
@@ -25,8 +26,8 @@ created, filled by `notewarden import` and dropped:
     .venv/bin/python -m bench.inproc --storage postgres \
         --database-url postgresql://postgres@127.0.0.1:5432/nw_inproc --trace
 
-There each delete takes a note of its own out of `--notes` resident ones (nothing is put back), and
-the PostgreSQL backends' CPU is measured too. `--trace` counts what the server sends PostgreSQL per
+There too each delete takes a note of its own out of `--notes` resident ones, and the PostgreSQL
+backends' CPU is measured as well. `--trace` counts what the server sends PostgreSQL per
 confirmed delete (libpq's protocol trace of each connection, turned on after the warm-up): round
 trips (a `Sync` or a simple `Query` the client then waits on) and statements (`Bind` or `Query`);
 tracing costs CPU, so measure CPU in a run without it.
@@ -42,13 +43,13 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Message
 
-from bench.data import BenchNote, bench_notes, write_workspace
+from bench.data import BenchNote, bench_notes
 from bench.load import _META, database_cpu
 from bench.pgtrace import ROUND_TRIP, STATEMENT, sent, trace
 from bench.servers import BENCH_TOKEN, prepare_notewarden
@@ -111,8 +112,9 @@ async def _post(app: ASGIApp, params: dict[str, Any], request_id: int) -> dict[s
 
 
 @contextlib.contextmanager
-def served(server: str, note: BenchNote) -> Iterator[tuple[ASGIApp, str, Callable[[], None]]]:
-    """(the ASGI app, its workspace URI, a function that puts `note` back after a delete)."""
+def served(server: str, notes: list[BenchNote]) -> Iterator[tuple[ASGIApp, str]]:
+    """(the ASGI app, its workspace URI), holding `notes` (on notewarden, a workspace at rest:
+    `bench.data.write_workspace`)."""
     work = Path(tempfile.mkdtemp(prefix="notewarden-inproc-"))
     try:
         if server == "notewarden":
@@ -120,34 +122,27 @@ def served(server: str, note: BenchNote) -> Iterator[tuple[ASGIApp, str, Callabl
             from notewarden.config import load_config
             from notewarden.services import open_services
 
-            config = load_config(prepare_notewarden(work, iter([note]), tag="inproc"))
+            config = load_config(prepare_notewarden(work, iter(notes), tag="inproc"))
             services = open_services(config)
-            folder = Path(config.workspaces[0].path)
             try:
-                yield (
-                    build_http_app(services),
-                    str(config.workspaces[0]),
-                    lambda: write_workspace(folder, iter([note])) and None,
-                )
+                yield build_http_app(services), str(config.workspaces[0])
             finally:
                 services.close()
         else:
-            from bench.baselines.common import Memo
-
             uri = f"file://{work}/workspace-{server}"
             if server == "mcpserver":
-                from bench.baselines import mcpserver_notes as module
+                from bench.baselines import mcpserver_notes
 
-                app = module.build(uri, note.number, 1).streamable_http_app(json_response=True)
+                yield (
+                    mcpserver_notes.build(uri, notes[0].number, len(notes)).streamable_http_app(
+                        json_response=True
+                    ),
+                    uri,
+                )
             else:
-                from bench.baselines import fastmcp_notes as module  # type: ignore[no-redef]
+                from bench.baselines import fastmcp_notes
 
-                app = module.build(uri, note.number, 1).http_app(json_response=True)
-
-            def put_back() -> None:
-                module.notes.notes[note.id] = Memo(note.id, note.title, note.body)
-
-            yield app, uri, put_back
+                yield fastmcp_notes.build(uri, notes[0].number, len(notes)).http_app(json_response=True), uri
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -172,21 +167,21 @@ async def _confirmed_delete(app: ASGIApp, uri: str, note: BenchNote, request_id:
 
 
 async def cpu_per_confirmed_delete(
-    calls: int, *, server: str = "notewarden", warmup: int = 20
+    calls: int, *, server: str = "notewarden", warmup: int = 20, notes: int = 1000
 ) -> tuple[float, float]:
-    """Milliseconds of process CPU per confirmed delete (user, system), averaged over `calls` deletes."""
-    note = BenchNote(1)
-    with served(server, note) as (app, uri, put_back):
+    """Milliseconds of process CPU per confirmed delete (user, system), averaged over `calls` deletes,
+    each of its own note out of max(`notes`, `warmup` + `calls`) resident ones."""
+    resident = list(bench_notes(0, max(notes, warmup + calls)))
+    with served(server, resident) as (app, uri):
         user = system = 0.0
         async with app.router.lifespan_context(app):  # type: ignore[attr-defined]
-            for i in range(warmup + calls):
+            for i, note in enumerate(resident[: warmup + calls]):
                 started = os.times()
                 await _confirmed_delete(app, uri, note, 2 * i)
                 if i >= warmup:
                     ended = os.times()
                     user += ended.user - started.user
                     system += ended.system - started.system
-                put_back()
     return user / calls * 1000, system / calls * 1000
 
 
@@ -287,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print {user_ms, system_ms} as JSON")
     parser.add_argument("--storage", choices=["files", "postgres"], default="files")
     parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/nw_inproc_bench")
-    parser.add_argument("--notes", type=int, default=1000, help="resident notes (postgres)")
+    parser.add_argument("--notes", type=int, default=1000, help="resident notes")
     parser.add_argument("--trace", action="store_true", help="count round trips and statements (postgres)")
     args = parser.parse_args(argv)
     for _ in range(args.repeat):
@@ -297,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(json.dumps(costs) if args.json else f"postgres, per confirmed delete: {costs}", flush=True)
             continue
-        user, system = asyncio.run(cpu_per_confirmed_delete(args.calls, server=args.server))
+        user, system = asyncio.run(cpu_per_confirmed_delete(args.calls, server=args.server, notes=args.notes))
         if args.json:
             print(json.dumps({"user_ms": round(user, 3), "system_ms": round(system, 3)}), flush=True)
             continue

@@ -354,20 +354,45 @@ async def run_interleaved(
     *,
     warmup: Sequence[BenchNote] = (),
     chunk: int = 10,
+    workers: int = 1,
     server_pids: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, FlowStats]:
-    """One client per target, one flow at a time: the targets take turns, `chunk` flows each, on
-    the same notes (each target holds its own copy), in an order that rotates every turn.
+    """The targets take turns, `chunk` flows each, on the same notes (each target holds its own
+    copy), in an order that rotates every turn; within a turn, `workers` flows run at once. So
+    every target meets the same machine: a drift in its speed (a VM's neighbours) moves all of
+    them alike instead of whichever ran in those seconds.
 
-    Warm-up as in `run_flow` (sequential, schema-checked, not timed). Server CPU per flow is the
-    CPU of each target's processes over the whole timed part, divided by its flows (a target
-    idles while the others take their turn)."""
+    Warm-up as in `run_flow` (sequential, schema-checked, not timed). A target's throughput is
+    its flows over the wall time of its turns; its server CPU per flow is the CPU of its
+    processes over the whole timed part, divided by its flows (a target idles while the others
+    take their turn)."""
     run = FLOWS[flow]
-    clients = {t.name: McpHttp(t, connections=1, validate=True) for t in targets}
+    clients = {t.name: McpHttp(t, connections=workers, validate=True) for t in targets}
     pids = server_pids or {}
     latencies: dict[str, list[float]] = {t.name: [] for t in targets}
     first_rounds: dict[str, list[float]] = {t.name: [] for t in targets}
     errors: dict[str, list[str]] = {t.name: [] for t in targets}
+    busy: dict[str, float] = {t.name: 0.0 for t in targets}
+
+    async def turn_of(name: str, batch: Sequence[BenchNote]) -> None:
+        mcp, queue = clients[name], iter(batch)
+
+        async def worker() -> None:
+            for note in queue:
+                began = time.perf_counter()
+                try:
+                    round1 = await run(mcp, note)
+                except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
+                    errors[name].append(f"{type(exc).__name__}: {exc}")
+                    continue
+                latencies[name].append(time.perf_counter() - began)
+                if round1 is not None:
+                    first_rounds[name].append(round1)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        busy[name] += time.perf_counter() - began
+
     try:
         warmed = time.perf_counter()
         for mcp in clients.values():
@@ -379,19 +404,8 @@ async def run_interleaved(
         client_cpu = time.process_time()
         order = list(clients)
         for turn, first in enumerate(range(0, len(notes), chunk)):
-            rotated = order[turn % len(order) :] + order[: turn % len(order)]
-            for name in rotated:
-                mcp = clients[name]
-                for note in notes[first : first + chunk]:
-                    began = time.perf_counter()
-                    try:
-                        round1 = await run(mcp, note)
-                    except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
-                        errors[name].append(f"{type(exc).__name__}: {exc}")
-                        continue
-                    latencies[name].append(time.perf_counter() - began)
-                    if round1 is not None:
-                        first_rounds[name].append(round1)
+            for name in order[turn % len(order) :] + order[: turn % len(order)]:
+                await turn_of(name, notes[first : first + chunk])
         client_cpu = time.process_time() - client_cpu
         cpu_after = {name: sum(cpu_seconds(p) for p in pids.get(name, ())) for name in clients}
     finally:
@@ -411,8 +425,7 @@ async def run_interleaved(
             seconds = sorted(t - r for t, r in zip(measured, first_rounds[name], strict=True))
             extra["round1_p50_ms"] = round(percentile(firsts, 50) * 1000, 2)
             extra["round2_p50_ms"] = round(percentile(seconds, 50) * 1000, 2)
-        # one call at a time: the target's throughput is its flows over the time spent in them
-        out[name] = _stats(name, flow, 1, measured, errors[name], sum(measured), extra)
+        out[name] = _stats(name, flow, workers, measured, errors[name], busy[name], extra)
     return out
 
 

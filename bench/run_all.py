@@ -88,6 +88,7 @@ class Plan:
     sequential_deletes: int = 300  # per server per round, one call at a time
     sequential_reads: int = 300
     sequential_chunk: int = 10  # calls per turn before the other server's turn
+    comparison_chunk: int = 50  # confirmed deletes per turn with `workers` at once (reads: 3x)
     cost_calls: int = 300
     cost_runs: int = 3
     cost_instructions: bool = True  # under valgrind, when it is installed (~1 min per server)
@@ -98,7 +99,7 @@ FULL = Plan(1000, 5, 400, 1500, 30, 8, (1000, 10_000, 100_000), 100, 60.0, 400)
 # a few calls of everything, no valgrind: checks the harness end to end (tests/bench)
 SMOKE = Plan(
     20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6,
-    sequential_deletes=6, sequential_reads=6, sequential_chunk=3,
+    sequential_deletes=6, sequential_reads=6, sequential_chunk=3, comparison_chunk=3,
     cost_calls=5, cost_runs=1, cost_instructions=False,
 )  # fmt: skip
 
@@ -204,35 +205,54 @@ def start_server(
 def comparison(
     plan: Plan, work: Path, *, server_cpus: set[int] | None, baseline_json: bool = True
 ) -> dict[str, Any]:
+    """`workers` clients at once against each server. Every round starts the three servers afresh,
+    each on its own copy of the data set; they then take turns (`load.run_interleaved`), reads
+    first, then confirmed deletes, `comparison_chunk` flows a turn."""
     work.mkdir(parents=True, exist_ok=True)
-    pool_first = plan.notes
     total = plan.notes + plan.warmup + plan.deletes
     rounds: list[dict[str, dict[str, Any]]] = []
     tools: dict[str, list[str]] = {}
     for r in range(plan.rounds):
         order = SERVERS[r % len(SERVERS) :] + SERVERS[: r % len(SERVERS)]
-        this_round: dict[str, dict[str, Any]] = {}
-        for name in order:
-            server = start_server(
-                name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}", baseline_json=baseline_json
-            )
-            try:
-                listed = listed_tools(server)
-                tools[name] = sorted(listed)
-                stats: dict[str, Any] = {"read": None}
-                if "notes_read" in listed:
-                    readable = itertools.cycle(range(max(1, plan.notes)))
-                    reads = [BenchNote(next(readable)) for _ in range(plan.reads)]
-                    warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
-                    stats["read"] = measure(server, "read", reads, workers=plan.workers, warmup=warm)
-                warm = list(bench_notes(pool_first, plan.warmup))
-                deletes = list(bench_notes(pool_first + plan.warmup, plan.deletes))
-                stats["delete"] = measure(server, "delete", deletes, workers=plan.workers, warmup=warm)
-            finally:
+        running: list[Running] = []
+        try:
+            for name in order:
+                running.append(
+                    start_server(
+                        name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}", baseline_json=baseline_json
+                    )
+                )
+            for server in running:
+                tools[server.target.name] = sorted(listed_tools(server))
+            pids = {server.target.name: server.pids for server in running}
+            readers = [s.target for s in running if "notes_read" in tools[s.target.name]]
+            readable = itertools.cycle(range(max(1, plan.notes)))
+            reads = [BenchNote(next(readable)) for _ in range(plan.reads)]
+            warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
+            read = asyncio.run(
+                run_interleaved(
+                    readers, "read", reads, warmup=warm, chunk=plan.comparison_chunk * 3,
+                    workers=plan.workers, server_pids=pids,
+                )
+            )  # fmt: skip
+            warm = list(bench_notes(plan.notes, plan.warmup))
+            deletes = list(bench_notes(plan.notes + plan.warmup, plan.deletes))
+            delete = asyncio.run(
+                run_interleaved(
+                    [s.target for s in running], "delete", deletes, warmup=warm, chunk=plan.comparison_chunk,
+                    workers=plan.workers, server_pids=pids,
+                )
+            )  # fmt: skip
+        finally:
+            for server in running:
                 server.stop()
-            this_round[name] = stats
-            print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(stats), flush=True)
+        this_round = {
+            name: {"read": read[name].as_dict() if name in read else None, "delete": delete[name].as_dict()}
+            for name in SERVERS
+        }
         rounds.append(this_round)
+        for name in SERVERS:
+            print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(this_round[name]), flush=True)
     return {
         "plan": {
             "resident_notes": plan.notes,
@@ -240,6 +260,7 @@ def comparison(
             "rounds": plan.rounds,
             "deletes_per_round": plan.deletes,
             "reads_per_round": plan.reads,
+            "chunk": {"delete": plan.comparison_chunk, "read": plan.comparison_chunk * 3},
             "warmup": plan.warmup,
             "workers": plan.workers,
             "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",

@@ -104,6 +104,40 @@ def test_out_of_band_create_delete_rename(index: NoteIndex, root: WorkspaceRoot,
     assert listed(index, root) == ["reports/budget.md", "todo.md"]
 
 
+def test_a_name_removed_and_written_again_between_calls_shows_the_new_note(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """A removal and a creation of one name seen in one read: the name is looked at on disk."""
+    assert titled(index, root, "report") == ["reports/tps-2019.md"]
+    (folder / "reports" / "tps-2019.md").unlink()
+    (folder / "reports" / "tps-2019.md").write_text("# Quarterly plan\n")
+    assert titled(index, root, "report") == []
+    assert titled(index, root, "quarterly") == ["reports/tps-2019.md"]
+    (folder / "todo.md").rename(folder / "later.md")
+    (folder / "reports" / "budget.md").rename(folder / "todo.md")  # onto the name just moved away
+    assert listed(index, root) == ["later.md", "reports/tps-2019.md", "todo.md"]
+    assert titled(index, root, "budget") == ["todo.md"]
+    # a name the index has never had: created, removed and created again
+    (folder / "fresh.md").write_text("# Fresh start\n")
+    (folder / "fresh.md").unlink()
+    (folder / "fresh.md").write_text("# Fresh start\n")
+    assert titled(index, root, "fresh") == ["fresh.md"]
+
+
+def test_a_note_a_tool_moved_away_is_dropped_and_a_new_file_there_is_seen(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """`note_gone` (a trash move's write-through) drops the row at once; the name's later life is
+    the watcher's or the directory stamps' to see."""
+    assert titled(index, root, "report") == ["reports/tps-2019.md"]
+    (folder / "reports" / "tps-2019.md").rename(folder / "moved-away.txt")
+    index.note_gone(WS, "reports/tps-2019.md")
+    assert titled(index, root, "report") == []
+    assert listed(index, root) == ["reports/budget.md", "todo.md"]
+    (folder / "reports" / "tps-2019.md").write_text("# TPS report, second draft\n")
+    assert titled(index, root, "draft") == ["reports/tps-2019.md"]
+
+
 def test_hidden_foreign_and_symlinked_files_are_not_notes(
     index: NoteIndex, root: WorkspaceRoot, folder: Path, tmp_path: Path
 ) -> None:

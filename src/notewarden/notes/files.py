@@ -829,7 +829,7 @@ class FilesNoteStore:
         txn.on_rollback(journal.close)  # undo steps run last registered first: put_back, then this
         txn.on_rollback(put_back)
         txn.on_commit(mark_committed)
-        self.index.note_changed(workspace, root, candidate.id)
+        self.index.note_gone(workspace, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
             "dev, ino, size, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

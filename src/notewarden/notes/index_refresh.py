@@ -232,6 +232,7 @@ _WATCH_MASK = (
     | inotify_simple.flags.ONLYDIR
     | inotify_simple.flags.EXCL_UNLINK
 )
+_REMOVED = inotify_simple.flags.DELETE | inotify_simple.flags.MOVED_FROM
 _STRUCTURAL = (
     inotify_simple.flags.CREATE
     | inotify_simple.flags.DELETE
@@ -440,6 +441,13 @@ class IndexRefresh:
             for note_id in note_ids:
                 self._index_file(workspace, root, note_id)
 
+    def note_gone(self, workspace: str, note_id: str) -> None:
+        """Drop a note a tool has just moved away (to the trash), without looking for it again: the
+        tool holds the workspace lock and renamed the very file. A file created under that name
+        since is an event of its own, read by the next refresh (Rule 2)."""
+        with self._lock, self._write():
+            self._forget_note(workspace, note_id)
+
     # Freshness (Rule 2)
 
     def refresh(self, workspace: str, root: WorkspaceRoot, progress: ProgressSink | None = None) -> None:
@@ -538,33 +546,39 @@ class IndexRefresh:
         watcher = live.watcher
         dirty_dirs: set[str] = set()
         dirty_files: set[str] = set()
-        while events := watcher.inotify.read(timeout=0):
-            for event in events:
-                if event.mask & inotify_simple.flags.Q_OVERFLOW:
-                    logger.warning("inotify queue overflowed; verifying the whole workspace")
-                    self._walk(workspace, root, live, full=True, progress=progress)
-                    live.last_verify = time.monotonic()
-                    return
-                if event.mask & inotify_simple.flags.IGNORED:
-                    watcher.dirs.pop(event.wd, None)
-                    continue
-                directory = watcher.dirs.get(event.wd)
-                if directory is None or not event.name:
-                    continue
-                child = f"{directory}/{event.name}" if directory else event.name
-                if event.mask & inotify_simple.flags.ISDIR and event.mask & _STRUCTURAL:
-                    dirty_dirs.add(directory)
-                elif _is_note_path(child):
-                    dirty_files.add(child)
-                elif event.mask & _STRUCTURAL and not event.name.startswith("."):
-                    dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
+        may_exist: set[str] = set()  # names with an event other than a removal
+        # One read takes every event queued when the call began (the size FIONREAD reports); later
+        # ones are the next call's.
+        for event in watcher.inotify.read(timeout=0):
+            if event.mask & inotify_simple.flags.Q_OVERFLOW:
+                logger.warning("inotify queue overflowed; verifying the whole workspace")
+                self._walk(workspace, root, live, full=True, progress=progress)
+                live.last_verify = time.monotonic()
+                return
+            if event.mask & inotify_simple.flags.IGNORED:
+                watcher.dirs.pop(event.wd, None)
+                continue
+            directory = watcher.dirs.get(event.wd)
+            if directory is None or not event.name:
+                continue
+            child = f"{directory}/{event.name}" if directory else event.name
+            if event.mask & inotify_simple.flags.ISDIR and event.mask & _STRUCTURAL:
+                dirty_dirs.add(directory)
+            elif _is_note_path(child):
+                dirty_files.add(child)
+                if not event.mask & _REMOVED:
+                    may_exist.add(child)
+            elif event.mask & _STRUCTURAL and not event.name.startswith("."):
+                dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
         # A name with no file and no row is already what the index says: typically the previous
         # delete's own rename, whose write-through dropped the row. Re-reading it would find nothing
         # and drop nothing, but open a write transaction; a file created there later is an event of
-        # its own, read by the next drain.
-        present = {note_id: same_file(root, note_id, None) for note_id in dirty_files}
+        # its own, read by the next drain. A name whose only events are removals has no file to
+        # look for: one created there after them would have an event of its own in this read or
+        # the next.
+        present = {n: n in may_exist and same_file(root, n, None) for n in dirty_files}
         changed = [n for n in dirty_files if present[n] or self._has_row(workspace, n)]
         if changed:
             with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 7)
