@@ -63,7 +63,8 @@ def machine_line(data: dict[str, Any]) -> str:
 def comparison_md(data: dict[str, Any]) -> list[str]:
     plan, summary = data["plan"], data["summary"]
     lines = [
-        f"**Comparison** ({plan['rounds']} interleaved rounds, {plan['workers']} workers, data set: "
+        f"**Comparison** ({plan['rounds']} rounds, the servers side by side taking turns of "
+        f"{plan.get('chunk', {}).get('delete', '?')} confirmed deletes, {plan['workers']} workers, data set: "
         f"{plan['data_size']}; baselines in {plan.get('baseline_response_mode', 'sse-capable')} response mode; "
         "medians over rounds)",
         "",
@@ -108,7 +109,8 @@ def comparison_md(data: dict[str, Any]) -> list[str]:
     missing_read = summary["servers"]["notewarden"]["read"] is None
     lines += [
         "",
-        "(ratio > 1: notewarden is faster; the CPU ratio is the baseline's CPU per delete over notewarden's)",
+        "(ratio > 1: notewarden is faster; the CPU ratio is the baseline's CPU per delete over notewarden's; "
+        "`control`, when present, is notewarden from another src/ tree: `--control`)",
         "",
         f"- Goal: confirmed-delete throughput ≥ {DELETE_VS_BASELINE_GOAL}× the faster baseline ({faster}): "
         f"**{_n(ratio, '{:.2f}×')}**, {_goal(ratio, DELETE_VS_BASELINE_GOAL, at_least=True)}.",

@@ -68,6 +68,7 @@ from bench.servers import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVERS = ("notewarden", *BASELINES)
+CONTROL = "control"  # `--control`: notewarden from another src/ tree, in the comparison's turns
 SEQUENTIAL_SERVERS = ("notewarden", "mcpserver")  # the baseline the sequential goal names
 SECTIONS = ("comparison", "sequential", "scale", "instances", "cost")
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/nw_issue7_bench"
@@ -194,32 +195,61 @@ def pin_self(cpus: set[int] | None, unpinned: set[int]) -> None:
 
 
 def start_server(
-    name: str, work: Path, first: int, count: int, *, cpus: set[int] | None, tag: str, baseline_json: bool
+    name: str,
+    work: Path,
+    first: int,
+    count: int,
+    *,
+    cpus: set[int] | None,
+    tag: str,
+    baseline_json: bool,
+    control: Path | None = None,
 ) -> Running:
     if name == "notewarden":
         config = prepare_notewarden(work, bench_notes(first, count), tag=tag)
         return start_notewarden(config, cpus=cpus)
+    if name == CONTROL:  # notewarden from another src/ tree, on a data set of its own
+        config = prepare_notewarden(work, bench_notes(first, count), tag=f"{tag}-control")
+        repo = Path(__file__).resolve().parent.parent
+        return start_notewarden(
+            config, name=CONTROL, cpus=cpus, launcher=["env", f"PYTHONPATH={control}:{repo}"]
+        )
     return start_baseline(name, work, first=first, count=count, cpus=cpus, json_response=baseline_json)
 
 
 def comparison(
-    plan: Plan, work: Path, *, server_cpus: set[int] | None, baseline_json: bool = True
+    plan: Plan,
+    work: Path,
+    *,
+    server_cpus: set[int] | None,
+    baseline_json: bool = True,
+    control: Path | None = None,
 ) -> dict[str, Any]:
     """`workers` clients at once against each server. Every round starts the three servers afresh,
     each on its own copy of the data set; they then take turns (`load.run_interleaved`), reads
-    first, then confirmed deletes, `comparison_chunk` flows a turn."""
+    first, then confirmed deletes, `comparison_chunk` flows a turn. With `control` (another src/
+    tree), a fourth server runs that notewarden in the same turns: what a change did, measured
+    on the same machine in the same seconds."""
     work.mkdir(parents=True, exist_ok=True)
+    names = (*SERVERS, CONTROL) if control is not None else SERVERS
     total = plan.notes + plan.warmup + plan.deletes
     rounds: list[dict[str, dict[str, Any]]] = []
     tools: dict[str, list[str]] = {}
     for r in range(plan.rounds):
-        order = SERVERS[r % len(SERVERS) :] + SERVERS[: r % len(SERVERS)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         running: list[Running] = []
         try:
             for name in order:
                 running.append(
                     start_server(
-                        name, work, 0, total, cpus=server_cpus, tag=f"cmp{r}", baseline_json=baseline_json
+                        name,
+                        work,
+                        0,
+                        total,
+                        cpus=server_cpus,
+                        tag=f"cmp{r}",
+                        baseline_json=baseline_json,
+                        control=control,
                     )
                 )
             for server in running:
@@ -248,10 +278,10 @@ def comparison(
                 server.stop()
         this_round = {
             name: {"read": read[name].as_dict() if name in read else None, "delete": delete[name].as_dict()}
-            for name in SERVERS
+            for name in names
         }
         rounds.append(this_round)
-        for name in SERVERS:
+        for name in names:
             print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(this_round[name]), flush=True)
     return {
         "plan": {
@@ -264,6 +294,7 @@ def comparison(
             "warmup": plan.warmup,
             "workers": plan.workers,
             "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
+            "control": str(control) if control is not None else None,
         },
         "tools": tools,
         "rounds": rounds,
@@ -322,7 +353,7 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
     ratios = functools.partial(_round_ratios, rounds)
 
     servers: dict[str, Any] = {}
-    for name in SERVERS:
+    for name in rounds[0]:
         entry: dict[str, Any] = {}
         for flow in ("delete", "read"):
             if all(r[name][flow] is None for r in rounds):
@@ -352,6 +383,7 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
         servers[name] = entry
     baselines = [b for b in BASELINES if servers[b]["delete"]]
     faster = max(baselines, key=lambda b: servers[b]["delete"]["per_second"] or 0) if baselines else None
+    others = [*baselines, *([CONTROL] if CONTROL in servers and servers[CONTROL]["delete"] else [])]
     return {
         "servers": servers,
         "faster_baseline": faster,
@@ -360,7 +392,7 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
                 lambda r: _value(r, "notewarden", "delete", "per_second"),
                 lambda r, b=b: _value(r, b, "delete", "per_second"),
             )
-            for b in baselines
+            for b in others
         },
         # the same comparison by server CPU per confirmed delete (baseline CPU / notewarden CPU)
         "delete_cpu_ratio": {
@@ -368,7 +400,7 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
                 lambda r, b=b: _value(r, b, "delete", "server_cpu_ms_per_flow"),
                 lambda r: _value(r, "notewarden", "delete", "server_cpu_ms_per_flow"),
             )
-            for b in baselines
+            for b in others
         },
     }
 
@@ -787,6 +819,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run the baselines in the SDK's JSON-response mode, their faster one (default)",
     )
     parser.add_argument(
+        "--control",
+        type=Path,
+        help="another src/ tree (`git archive <commit> src | tar -x -C /tmp/c` gives /tmp/c/src), run as "
+        "a fourth server in the comparison's turns: what a change did, in the same run",
+    )
+    parser.add_argument(
         "--database-url", default=DEFAULT_DATABASE_URL, help="PostgreSQL for `instances` ('' to skip)"
     )
     parser.add_argument("--work-dir", help="where data sets are written (default: a temp dir, removed after)")
@@ -825,7 +863,11 @@ def main(argv: list[str] | None = None) -> int:
             if section == "comparison":
                 pin_self(client_cpus, unpinned)
                 data = comparison(
-                    plan, work / "comparison", server_cpus=server_cpus, baseline_json=args.baseline_json
+                    plan,
+                    work / "comparison",
+                    server_cpus=server_cpus,
+                    baseline_json=args.baseline_json,
+                    control=args.control,
                 )
             elif section == "sequential":
                 pin_self(client_cpus, unpinned)
