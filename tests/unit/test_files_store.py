@@ -342,3 +342,26 @@ def test_the_journal_is_recovered_and_emptied_as_it_grows(
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"  # the dead process's move undone
     with ledger.critical_section() as txn:
         assert {e.trash_id for e in store.list_trash(txn, scope)} == {first, second}
+
+
+def test_recent_lists_a_trashed_note_as_deleted_until_and_after_the_trash_is_emptied(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    """A trash move keeps no record of its own in the index: the trash row is it, and emptying
+    the trash hands the record to the index with the time the note went."""
+    store.list_notes(scope)  # the index is built: later changes are tracked
+    trash(store, ledger, scope, "todo.md")
+    trash(store, ledger, scope, "reports/tps.md")
+
+    def deleted() -> dict[str, int]:
+        return {c.note_id: c.at_ns for c in store.recent(scope, since_ns=0, limit=10) if c.kind == "deleted"}
+
+    before = deleted()
+    assert set(before) == {"todo.md", "reports/tps.md"}
+    assert store.recent(scope, since_ns=before["reports/tps.md"] + 1, limit=10) == []
+    with ledger.critical_section() as txn:
+        store.purge_trash(txn, scope, [e for e in store.list_trash(txn, scope) if e.note_id == "todo.md"])
+    assert deleted() == before
+    store.create_note(scope, "todo.md", b"# Todo again\n")
+    latest = {c.note_id: c.kind for c in store.recent(scope, since_ns=0, limit=10)}
+    assert latest == {"todo.md": "created", "reports/tps.md": "deleted"}

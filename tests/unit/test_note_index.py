@@ -127,11 +127,11 @@ def test_a_name_removed_and_written_again_between_calls_shows_the_new_note(
 def test_a_note_a_tool_moved_away_is_dropped_and_a_new_file_there_is_seen(
     index: NoteIndex, root: WorkspaceRoot, folder: Path
 ) -> None:
-    """`note_gone` (a trash move's write-through) drops the row at once; the name's later life is
+    """`note_trashed` (a trash move's write-through) drops the row at once; the name's later life is
     the watcher's or the directory stamps' to see."""
     assert titled(index, root, "report") == ["reports/tps-2019.md"]
     (folder / "reports" / "tps-2019.md").rename(folder / "moved-away.txt")
-    index.note_gone(WS, "reports/tps-2019.md")
+    index.note_trashed(WS, "reports/tps-2019.md")
     assert titled(index, root, "report") == []
     assert listed(index, root) == ["reports/budget.md", "todo.md"]
     (folder / "reports" / "tps-2019.md").write_text("# TPS report, second draft\n")

@@ -343,7 +343,25 @@ class FilesNoteStore:
         return found
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
-        return self.index.recent(*self._key(scope), since_ns=since_ns or 0, limit=limit)
+        """The index's changes, and the notes moved to the trash since (the trash's rows are their
+        record: `NoteIndex.note_trashed`); each note once, by its latest change."""
+        changes = self.index.recent(*self._key(scope), since_ns=since_ns or 0, limit=limit)
+        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+            trashed = db.execute(
+                "SELECT note_id, title, deleted_at FROM trash WHERE workspace = ? AND deleted_at >= ? "
+                "ORDER BY deleted_at DESC LIMIT ?",
+                (str(scope.workspace), (since_ns or 0) / 1e9, limit),
+            )
+        went = ((note_id, title, int(deleted_at * 1e9)) for note_id, title, deleted_at in trashed)
+        changes += [
+            NoteChange(note_id, title, "deleted", at_ns)
+            for note_id, title, at_ns in went
+            if at_ns >= (since_ns or 0) and scope.contains(note_id)  # the float's rounding
+        ]
+        latest: dict[str, NoteChange] = {}
+        for change in sorted(changes, key=lambda c: (-c.at_ns, c.note_id)):
+            latest.setdefault(change.note_id, change)
+        return list(latest.values())[:limit]
 
     def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
         return [_note(r) for r in self.index.similar(*self._key(scope), title)]
@@ -760,6 +778,9 @@ class FilesNoteStore:
             self._purge_saved(root, self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id))
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
+        # notes_recent keeps saying when they went, now that their trash rows are gone
+        gone = [(e.note_id, e.title, int(e.deleted_at * 1e9)) for e in entries]
+        txn.on_commit(lambda: self.index.remember_gone(str(scope.workspace), gone))
         return len(entries)
 
     def move_to_trash(
@@ -829,7 +850,7 @@ class FilesNoteStore:
         txn.on_rollback(journal.close)  # undo steps run last registered first: put_back, then this
         txn.on_rollback(put_back)
         txn.on_commit(mark_committed)
-        self.index.note_gone(workspace, candidate.id)
+        self.index.note_trashed(workspace, candidate.id)
         txn.execute(
             "INSERT INTO trash (trash_id, workspace, note_id, title, principal, confirmation_id, deleted_at, "
             "dev, ino, size, mtime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -441,12 +441,20 @@ class IndexRefresh:
             for note_id in note_ids:
                 self._index_file(workspace, root, note_id)
 
-    def note_gone(self, workspace: str, note_id: str) -> None:
-        """Drop a note a tool has just moved away (to the trash), without looking for it again: the
-        tool holds the workspace lock and renamed the very file. A file created under that name
-        since is an event of its own, read by the next refresh (Rule 2)."""
+    def note_trashed(self, workspace: str, note_id: str) -> None:
+        """Drop a note a tool has just moved to the trash, without looking for it again: the tool
+        holds the workspace lock and renamed the very file. A file created under that name since is
+        an event of its own, read by the next refresh (Rule 2). No `gone_notes` row: the trash's
+        own row says when the note went (`FilesNoteStore.recent`), until the trash is emptied
+        (`remember_gone` then)."""
         with self._lock, self._write():
-            self._forget_note(workspace, note_id)
+            self._forget_note(workspace, note_id, gone=False)
+
+    def remember_gone(self, workspace: str, notes: Sequence[tuple[str, str, int]]) -> None:
+        """Rule 7 for notes that went earlier, by (id, title, when): entries purged from the trash.
+        Their inodes are not kept: a file that has left the trash cannot come back as a move."""
+        with self._lock, self._write():
+            self._remember_gone(workspace, [(note_id, title, at_ns, 0, 0) for note_id, title, at_ns in notes])
 
     # Freshness (Rule 2)
 
@@ -975,14 +983,14 @@ class IndexRefresh:
         self._dirty.add((workspace, name_key(note_id)))
         live = self._live.get(workspace)
         if gone and live is not None and live.track_changes:
-            self._remember_gone(workspace, [(note_id, row[1], row[2], row[3])])
+            self._remember_gone(workspace, [(note_id, row[1], time.time_ns(), row[2], row[3])])
 
-    def _remember_gone(self, workspace: str, notes: Sequence[tuple[str, str, int, int]]) -> None:
-        now = time.time_ns()
+    def _remember_gone(self, workspace: str, notes: Sequence[tuple[str, str, int, int, int]]) -> None:
+        """Rows of (id, title, gone_ns, dev, ino)."""
         self._db.executemany(
             "INSERT OR REPLACE INTO gone_notes (workspace, note_id, title, gone_ns, dev, ino) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [(workspace, note_id, title, now, dev, ino) for note_id, title, dev, ino in notes],
+            [(workspace, *note) for note in notes],
         )
 
     def _forget_subtree(self, workspace: str, path: str) -> None:
@@ -1012,7 +1020,8 @@ class IndexRefresh:
         )
         live = self._live.get(workspace)
         if path and live is not None and live.track_changes:
-            self._remember_gone(workspace, [(r[1], r[2], r[3], r[4]) for r in removed])
+            now = time.time_ns()
+            self._remember_gone(workspace, [(r[1], r[2], now, r[3], r[4]) for r in removed])
         if path:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
