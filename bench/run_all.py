@@ -8,8 +8,9 @@ Sections (each writes bench/results/perf-<section>.json; then bench.report print
 draws the plot and rewrites the numbers in docs/performance.md):
 
 comparison  notewarden vs the MCPServer and FastMCP baselines (bench/baselines/): the same
-            data set, the same client, interleaved rounds (each round starts every server
-            afresh, in a rotating order), confirmed deletes and plain reads with N workers.
+            data set, the same client; each round starts every server afresh and they take
+            turns (reads, then confirmed deletes, N workers); `--control` adds notewarden
+            from another src/ tree as a fourth server.
 sequential  one client, one call at a time: notewarden and the MCPServer baseline side by side,
             both started on the same data set and driven in alternating chunks of calls
             (latency without queueing); p50/p99 per confirmed delete and per plain read.
@@ -19,8 +20,8 @@ scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k no
 instances   confirmed deletes on one instance vs two behind a round-robin client (round 2
             lands on the other instance), on the files store + SQLite ledger and on the
             PostgreSQL store (seeded with `notewarden import`).
-cost        the fixed cost of one confirmed delete without the network, on a one-note data
-            set: each server's ASGI app driven in process (bench/inproc.py), CPU user and
+cost        the fixed cost of one confirmed delete without the network, out of 1,000 resident
+            notes: each server's ASGI app driven in process (bench/inproc.py), CPU user and
             system, and instructions under valgrind when it is installed
             (bench/instructions.py): numbers that other load hardly moves.
 
@@ -731,7 +732,7 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
 
 
 def cost(plan: Plan) -> dict[str, Any]:
-    """The fixed cost of a confirmed delete, in process, one-note data set (bench/inproc.py)."""
+    """The fixed cost of a confirmed delete, in process, out of 1,000 resident notes (bench/inproc.py)."""
     from bench import instructions
 
     has_valgrind = plan.cost_instructions and shutil.which("valgrind") is not None
