@@ -267,6 +267,67 @@ class FlowStats:
         return asdict(self)
 
 
+@dataclass
+class _Timed:
+    """The flows one client ran: each one's latency, its round 1 (the delete flow) and failures.
+    A latency and its round 1 are appended together, so the two lists stay aligned."""
+
+    latencies: list[float] = field(default_factory=list)
+    first_rounds: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    async def drive(
+        self,
+        run: Callable[[McpHttp, BenchNote], Any],
+        mcp: McpHttp,
+        notes: Iterable[BenchNote],
+        *,
+        workers: int,
+        deadline: float = math.inf,
+    ) -> float:
+        """The flow over `notes`, `workers` at once, none started after `deadline`; the wall seconds."""
+        queue = iter(notes)
+
+        async def worker() -> None:
+            for note in queue:
+                if time.perf_counter() > deadline:
+                    return
+                began = time.perf_counter()
+                try:
+                    round1 = await run(mcp, note)
+                except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                self.latencies.append(time.perf_counter() - began)
+                if round1 is not None:
+                    self.first_rounds.append(round1)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return time.perf_counter() - began
+
+    def rounds_split(self) -> dict[str, float]:
+        """The delete flow: how its latency splits between the two rounds (p50 of each)."""
+        if not self.first_rounds:
+            return {}
+        seconds = [t - r for t, r in zip(self.latencies, self.first_rounds, strict=True)]
+        return {
+            "round1_p50_ms": round(percentile(sorted(self.first_rounds), 50) * 1000, 2),
+            "round2_p50_ms": round(percentile(sorted(seconds), 50) * 1000, 2),
+        }
+
+
+async def _warm_up(
+    run: Callable[[McpHttp, BenchNote], Any], mcp: McpHttp, notes: Iterable[BenchNote]
+) -> float:
+    """Sequential, every message schema-checked, not timed; then validation is switched off."""
+    began = time.perf_counter()
+    for note in notes:
+        await run(mcp, note)
+    mcp.validate = False
+    return time.perf_counter() - began
+
+
 async def run_flow(
     target: Target,
     flow: str,
@@ -287,41 +348,15 @@ async def run_flow(
     """
     run = FLOWS[flow]
     mcp = McpHttp(target, connections=workers, validate=True)
+    timed = _Timed()
     try:
-        warmed = time.perf_counter()
-        for note in warmup:  # sequential, schema-checked, not timed
-            await run(mcp, note)
-        warmup_seconds = time.perf_counter() - warmed
-        mcp.validate = False
-        queue = iter(notes)
-        latencies: list[float] = []
-        first_rounds: list[float] = []
-        second_rounds: list[float] = []
-        errors: list[str] = []
+        warmup_seconds = await _warm_up(run, mcp, warmup)
         deadline = math.inf if max_seconds is None else time.perf_counter() + max_seconds
-
-        async def worker() -> None:
-            for note in queue:
-                if time.perf_counter() > deadline:
-                    return
-                started = time.perf_counter()
-                try:
-                    round1 = await run(mcp, note)
-                except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
-                    errors.append(f"{type(exc).__name__}: {exc}")
-                    continue
-                latencies.append(time.perf_counter() - started)
-                if round1 is not None:
-                    first_rounds.append(round1)
-                    second_rounds.append(latencies[-1] - round1)
-
         server_cpu = sum(cpu_seconds(pid) for pid in server_pids)
         backends = database_cpu(database) if database else {}
         busy = machine_busy_seconds()
         client_cpu = time.process_time()
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(workers)))
-        seconds = time.perf_counter() - started
+        seconds = await timed.drive(run, mcp, notes, workers=workers, deadline=deadline)
         client_cpu = time.process_time() - client_cpu
         busy = machine_busy_seconds() - busy
         server_cpu = sum(cpu_seconds(pid) for pid in server_pids) - server_cpu
@@ -330,21 +365,17 @@ async def run_flow(
             database_seconds = sum(cpu - backends.get(pid, 0.0) for pid, cpu in after.items())
     finally:
         await mcp.aclose()
-    latencies.sort()
+    flows = len(timed.latencies)
     extra: dict[str, Any] = {"warmup_seconds": round(warmup_seconds, 3)}
-    if latencies:
-        extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / len(latencies), 3)
+    if flows:
+        extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / flows, 3)
         if server_pids:
-            extra["server_cpu_ms_per_flow"] = round(server_cpu * 1000 / len(latencies), 3)
+            extra["server_cpu_ms_per_flow"] = round(server_cpu * 1000 / flows, 3)
         if database:
-            extra["database_cpu_ms_per_flow"] = round(database_seconds * 1000 / len(latencies), 3)
-        extra["machine_cpu_ms_per_flow"] = round(busy * 1000 / len(latencies), 3)
-    if first_rounds:  # the delete flow: how its latency splits between the two rounds
-        first_rounds.sort()
-        second_rounds.sort()
-        extra["round1_p50_ms"] = round(percentile(first_rounds, 50) * 1000, 2)
-        extra["round2_p50_ms"] = round(percentile(second_rounds, 50) * 1000, 2)
-    return _stats(target.name, flow, workers, latencies, errors, seconds, extra)
+            extra["database_cpu_ms_per_flow"] = round(database_seconds * 1000 / flows, 3)
+        extra["machine_cpu_ms_per_flow"] = round(busy * 1000 / flows, 3)
+    extra.update(timed.rounds_split())
+    return _stats(target.name, flow, workers, timed.latencies, timed.errors, seconds, extra)
 
 
 async def run_interleaved(
@@ -362,70 +393,41 @@ async def run_interleaved(
     every target meets the same machine: a drift in its speed (a VM's neighbours) moves all of
     them alike instead of whichever ran in those seconds.
 
-    Warm-up as in `run_flow` (sequential, schema-checked, not timed). A target's throughput is
-    its flows over the wall time of its turns; its server CPU per flow is the CPU of its
-    processes over the whole timed part, divided by its flows (a target idles while the others
-    take their turn)."""
+    Warm-up as in `run_flow`. A target's throughput is its flows over the wall time of its turns;
+    its server CPU per flow is the CPU of its processes over the whole timed part, divided by its
+    flows (a target idles while the others take their turn)."""
     run = FLOWS[flow]
     clients = {t.name: McpHttp(t, connections=workers, validate=True) for t in targets}
     pids = server_pids or {}
-    latencies: dict[str, list[float]] = {t.name: [] for t in targets}
-    first_rounds: dict[str, list[float]] = {t.name: [] for t in targets}
-    errors: dict[str, list[str]] = {t.name: [] for t in targets}
-    busy: dict[str, float] = {t.name: 0.0 for t in targets}
-
-    async def turn_of(name: str, batch: Sequence[BenchNote]) -> None:
-        mcp, queue = clients[name], iter(batch)
-
-        async def worker() -> None:
-            for note in queue:
-                began = time.perf_counter()
-                try:
-                    round1 = await run(mcp, note)
-                except (FlowError, httpx2.HTTPError, ValueError, KeyError) as exc:
-                    errors[name].append(f"{type(exc).__name__}: {exc}")
-                    continue
-                latencies[name].append(time.perf_counter() - began)
-                if round1 is not None:
-                    first_rounds[name].append(round1)
-
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(workers)))
-        busy[name] += time.perf_counter() - began
-
+    timed = {name: _Timed() for name in clients}
+    busy = dict.fromkeys(clients, 0.0)
     try:
-        warmed = time.perf_counter()
-        for mcp in clients.values():
-            for note in warmup:
-                await run(mcp, note)
-            mcp.validate = False
-        warmup_seconds = time.perf_counter() - warmed
+        warmup_seconds = sum([await _warm_up(run, mcp, warmup) for mcp in clients.values()])
         cpu_before = {name: sum(cpu_seconds(p) for p in pids.get(name, ())) for name in clients}
         client_cpu = time.process_time()
         order = list(clients)
         for turn, first in enumerate(range(0, len(notes), chunk)):
             for name in order[turn % len(order) :] + order[: turn % len(order)]:
-                await turn_of(name, notes[first : first + chunk])
+                busy[name] += await timed[name].drive(
+                    run, clients[name], notes[first : first + chunk], workers=workers
+                )
         client_cpu = time.process_time() - client_cpu
         cpu_after = {name: sum(cpu_seconds(p) for p in pids.get(name, ())) for name in clients}
     finally:
         for mcp in clients.values():
             await mcp.aclose()
+    all_flows = sum(len(t.latencies) for t in timed.values())
     out = {}
-    for name, measured in latencies.items():
+    for name, measured in timed.items():
         extra: dict[str, Any] = {"warmup_seconds": round(warmup_seconds, 3)}
-        if measured:
-            extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / sum(map(len, latencies.values())), 3)
+        if measured.latencies:
+            extra["client_cpu_ms_per_flow"] = round(client_cpu * 1000 / all_flows, 3)
             if pids.get(name):
                 extra["server_cpu_ms_per_flow"] = round(
-                    (cpu_after[name] - cpu_before[name]) * 1000 / len(measured), 3
+                    (cpu_after[name] - cpu_before[name]) * 1000 / len(measured.latencies), 3
                 )
-        if first_rounds[name]:
-            firsts = sorted(first_rounds[name])
-            seconds = sorted(t - r for t, r in zip(measured, first_rounds[name], strict=True))
-            extra["round1_p50_ms"] = round(percentile(firsts, 50) * 1000, 2)
-            extra["round2_p50_ms"] = round(percentile(seconds, 50) * 1000, 2)
-        out[name] = _stats(name, flow, workers, measured, errors[name], busy[name], extra)
+        extra.update(measured.rounds_split())
+        out[name] = _stats(name, flow, workers, measured.latencies, measured.errors, busy[name], extra)
     return out
 
 

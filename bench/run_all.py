@@ -218,26 +218,30 @@ def start_server(
     return start_baseline(name, work, first=first, count=count, cpus=cpus, json_response=baseline_json)
 
 
-def comparison(
+def side_by_side(
     plan: Plan,
     work: Path,
+    names: Sequence[str],
     *,
+    tag: str,
+    reads: int,
+    deletes: int,
+    chunks: tuple[int, int],
+    workers: int,
     server_cpus: set[int] | None,
-    baseline_json: bool = True,
+    baseline_json: bool,
     control: Path | None = None,
-) -> dict[str, Any]:
-    """`workers` clients at once against each server. Every round starts the three servers afresh,
-    each on its own copy of the data set; they then take turns (`load.run_interleaved`), reads
-    first, then confirmed deletes, `comparison_chunk` flows a turn. With `control` (another src/
-    tree), a fourth server runs that notewarden in the same turns: what a change did, measured
-    on the same machine in the same seconds."""
+) -> tuple[list[dict[str, dict[str, Any]]], dict[str, list[str]]]:
+    """The rounds of a section that runs `names` side by side: each round starts them afresh, each on
+    its own copy of the data set, in an order that rotates by round; they then take turns
+    (`load.run_interleaved`), reads first (servers that list `notes_read`), then confirmed
+    deletes, `chunks` = (reads, deletes) a turn. Returns the rounds and each server's tools."""
     work.mkdir(parents=True, exist_ok=True)
-    names = (*SERVERS, CONTROL) if control is not None else SERVERS
-    total = plan.notes + plan.warmup + plan.deletes
+    total = plan.notes + plan.warmup + deletes
     rounds: list[dict[str, dict[str, Any]]] = []
     tools: dict[str, list[str]] = {}
     for r in range(plan.rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
+        order = [*names[r % len(names) :], *names[: r % len(names)]]
         running: list[Running] = []
         try:
             for name in order:
@@ -248,7 +252,7 @@ def comparison(
                         0,
                         total,
                         cpus=server_cpus,
-                        tag=f"cmp{r}",
+                        tag=f"{tag}{r}",
                         baseline_json=baseline_json,
                         control=control,
                     )
@@ -258,22 +262,32 @@ def comparison(
             pids = {server.target.name: server.pids for server in running}
             readers = [s.target for s in running if "notes_read" in tools[s.target.name]]
             readable = itertools.cycle(range(max(1, plan.notes)))
-            reads = [BenchNote(next(readable)) for _ in range(plan.reads)]
+            read_notes = [BenchNote(next(readable)) for _ in range(reads)]
             warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
             read = asyncio.run(
                 run_interleaved(
-                    readers, "read", reads, warmup=warm, chunk=plan.comparison_chunk * 3,
-                    workers=plan.workers, server_pids=pids,
+                    readers,
+                    "read",
+                    read_notes,
+                    warmup=warm,
+                    chunk=chunks[0],
+                    workers=workers,
+                    server_pids=pids,
                 )
-            )  # fmt: skip
+            )
             warm = list(bench_notes(plan.notes, plan.warmup))
-            deletes = list(bench_notes(plan.notes + plan.warmup, plan.deletes))
+            delete_notes = list(bench_notes(plan.notes + plan.warmup, deletes))
             delete = asyncio.run(
                 run_interleaved(
-                    [s.target for s in running], "delete", deletes, warmup=warm, chunk=plan.comparison_chunk,
-                    workers=plan.workers, server_pids=pids,
+                    [s.target for s in running],
+                    "delete",
+                    delete_notes,
+                    warmup=warm,
+                    chunk=chunks[1],
+                    workers=workers,
+                    server_pids=pids,
                 )
-            )  # fmt: skip
+            )
         finally:
             for server in running:
                 server.stop()
@@ -284,17 +298,54 @@ def comparison(
         rounds.append(this_round)
         for name in names:
             print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(this_round[name]), flush=True)
+    return rounds, tools
+
+
+def _plan_of(plan: Plan, deletes: int, reads: int, baseline_json: bool) -> dict[str, Any]:
+    """The plan entries the side-by-side sections share."""
+    total = plan.notes + plan.warmup + deletes
+    return {
+        "resident_notes": plan.notes,
+        "data_size": f"{total} notes at the start of a round, {plan.notes} at its end",
+        "rounds": plan.rounds,
+        "deletes_per_round": deletes,
+        "reads_per_round": reads,
+        "warmup": plan.warmup,
+        "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
+    }
+
+
+def comparison(
+    plan: Plan,
+    work: Path,
+    *,
+    server_cpus: set[int] | None,
+    baseline_json: bool = True,
+    control: Path | None = None,
+) -> dict[str, Any]:
+    """`workers` clients at once against each server, the three side by side (`side_by_side`,
+    `comparison_chunk` confirmed deletes a turn). With `control` (another src/ tree), a fourth
+    server runs that notewarden in the same turns: what a change did, measured on the same
+    machine in the same seconds."""
+    names = (*SERVERS, CONTROL) if control is not None else SERVERS
+    rounds, tools = side_by_side(
+        plan,
+        work,
+        names,
+        tag="cmp",
+        reads=plan.reads,
+        deletes=plan.deletes,
+        chunks=(plan.comparison_chunk * 3, plan.comparison_chunk),
+        workers=plan.workers,
+        server_cpus=server_cpus,
+        baseline_json=baseline_json,
+        control=control,
+    )
     return {
         "plan": {
-            "resident_notes": plan.notes,
-            "data_size": f"{total} notes at the start of a round, {plan.notes} at its end",
-            "rounds": plan.rounds,
-            "deletes_per_round": plan.deletes,
-            "reads_per_round": plan.reads,
+            **_plan_of(plan, plan.deletes, plan.reads, baseline_json),
             "chunk": {"delete": plan.comparison_chunk, "read": plan.comparison_chunk * 3},
-            "warmup": plan.warmup,
             "workers": plan.workers,
-            "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
             "control": str(control) if control is not None else None,
         },
         "tools": tools,
@@ -412,59 +463,24 @@ def summarize_comparison(rounds: Sequence[dict[str, dict[str, Any]]]) -> dict[st
 def sequential(
     plan: Plan, work: Path, *, server_cpus: set[int] | None, baseline_json: bool = True
 ) -> dict[str, Any]:
-    """One client, one call at a time, notewarden and MCPServer side by side: every round starts
-    both afresh on a new copy of the data set; they then take turns, `sequential_chunk` calls
-    each (reads first, then confirmed deletes), so both are measured under the same load."""
-    work.mkdir(parents=True, exist_ok=True)
-    total = plan.notes + plan.warmup + plan.sequential_deletes
-    rounds: list[dict[str, dict[str, Any]]] = []
-    for r in range(plan.rounds):
-        order = SEQUENTIAL_SERVERS[r % 2 :] + SEQUENTIAL_SERVERS[: r % 2]
-        running: list[Running] = []
-        try:
-            for name in order:
-                running.append(
-                    start_server(
-                        name, work, 0, total, cpus=server_cpus, tag=f"seq{r}", baseline_json=baseline_json
-                    )
-                )
-            targets = [server.target for server in running]
-            pids = {server.target.name: server.pids for server in running}
-            readable = itertools.cycle(range(max(1, plan.notes)))
-            reads = [BenchNote(next(readable)) for _ in range(plan.sequential_reads)]
-            warm = [BenchNote(next(readable)) for _ in range(plan.warmup)]
-            read = asyncio.run(
-                run_interleaved(
-                    targets, "read", reads, warmup=warm, chunk=plan.sequential_chunk, server_pids=pids
-                )
-            )
-            warm = list(bench_notes(plan.notes, plan.warmup))
-            deletes = list(bench_notes(plan.notes + plan.warmup, plan.sequential_deletes))
-            delete = asyncio.run(
-                run_interleaved(
-                    targets, "delete", deletes, warmup=warm, chunk=plan.sequential_chunk, server_pids=pids
-                )
-            )
-        finally:
-            for server in running:
-                server.stop()
-        this_round = {
-            name: {"read": read[name].as_dict(), "delete": delete[name].as_dict()}
-            for name in SEQUENTIAL_SERVERS
-        }
-        rounds.append(this_round)
-        for name in SEQUENTIAL_SERVERS:
-            print(f"  round {r + 1}/{plan.rounds} {name:<10} " + _brief(this_round[name]), flush=True)
+    """One client, one call at a time, notewarden and MCPServer side by side (`side_by_side`,
+    `sequential_chunk` calls a turn), so both are measured under the same load."""
+    rounds, _ = side_by_side(
+        plan,
+        work,
+        SEQUENTIAL_SERVERS,
+        tag="seq",
+        reads=plan.sequential_reads,
+        deletes=plan.sequential_deletes,
+        chunks=(plan.sequential_chunk, plan.sequential_chunk),
+        workers=1,
+        server_cpus=server_cpus,
+        baseline_json=baseline_json,
+    )
     return {
         "plan": {
-            "resident_notes": plan.notes,
-            "data_size": f"{total} notes at the start of a round, {plan.notes} at its end",
-            "rounds": plan.rounds,
-            "deletes_per_round": plan.sequential_deletes,
-            "reads_per_round": plan.sequential_reads,
+            **_plan_of(plan, plan.sequential_deletes, plan.sequential_reads, baseline_json),
             "chunk": plan.sequential_chunk,
-            "warmup": plan.warmup,
-            "baseline_response_mode": "json" if baseline_json else "sse-capable (SDK default)",
         },
         "rounds": rounds,
         "summary": summarize_sequential(rounds),
