@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.notes.index import NoteIndex
-from notewarden.notes.index_refresh import INDEX_MIGRATIONS, STALE_BATCH
+from notewarden.notes.index_refresh import BATCH, INDEX_MIGRATIONS, STALE_BATCH
 from notewarden.notes.model import match_words, search_terms
 from notewarden.schema import apply_migrations
 from notewarden.scope.fsroot import SKIPPED_SYMLINK, WorkspaceRoot
@@ -252,6 +252,30 @@ def full_text_segments(index: NoteIndex) -> list[tuple[object, ...]]:
     """FTS5's own records (segments, structure): any full-text write changes them."""
     db = index._db
     return [r for t in ("notes_text_data", "notes_titles_data") for r in db.execute(f"SELECT * FROM {t}")]
+
+
+def segment_counts(index: NoteIndex) -> tuple[int, int]:
+    """How many segments each full-text table (notes_text, notes_titles) is made of."""
+    return tuple(
+        index._db.execute(f"SELECT count(DISTINCT segid) FROM {t}_idx").fetchone()[0]
+        for t in ("notes_text", "notes_titles")
+    )  # type: ignore[return-value]
+
+
+def test_a_pass_that_reads_many_notes_leaves_each_full_text_table_one_segment(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path
+) -> None:
+    """Rule 9: a lookup probes every segment for every term; a pass of `BATCH` notes or more ends
+    merged, and a small write after it adds a segment of its own."""
+    for i in range(BATCH):
+        words = " ".join(f"w{(i * 7 + k) % 997:03}x{k}" for k in range(40))
+        (folder / f"many/m{i:04}.md").parent.mkdir(exist_ok=True)
+        (folder / f"many/m{i:04}.md").write_text(f"# Many {i:04} {words[:60]}\n\n{words}\n")
+    assert titled(index, root, "many 0042") == ["many/m0042.md"]
+    assert segment_counts(index) == (1, 1)
+    (folder / "one-more.md").write_text("# One more\n\nnarwhal\n")
+    assert search(index, root, "narwhal") == ["one-more.md"]
+    assert segment_counts(index) == (2, 2)
 
 
 def test_removed_notes_leave_the_full_text_in_batches(

@@ -71,6 +71,15 @@ listing skipped on purpose (a symbolic link, another filesystem) are kept per di
 `skipped`, so `notes_list` can say what it left out and why without listing anything again.
 Schema step 4 added both; it empties the index (a cache: Rule 1), and the next call rebuilds it
 as a first build.
+
+Rule 9 (few segments): an FTS5 table is a set of segments, and a lookup probes each one for every
+term (a title query for a 7-character word is 5 trigrams). Indexing many notes in one pass leaves
+several: FTS5 writes a segment whenever its pending terms fill, and its automerge keeps up to three
+per level. A pass that wrote the full text of at least `BATCH` notes (a first build, an import, a sync)
+ends by merging each full-text table into one segment (FTS5's `optimize`: 5 ms at 1,000 notes,
+48 ms at 10,000, against the 2.4 s of such a build); later writes are small, and automerge keeps
+their segments few. At 1,000 notes a first build left 12 segments in the trigram table, and a
+round-1 title lookup cost 74 µs; after the merge, 27 µs.
 """
 
 from __future__ import annotations
@@ -716,16 +725,25 @@ class IndexRefresh:
         *,
         batch: int = BATCH,
     ) -> None:
-        """Index `notes`, `batch` per transaction, telling `progress` every `BATCH` notes."""
-        total = len(notes)
+        """Index `notes`, `batch` per transaction, telling `progress` every `BATCH` notes; when the full
+        text of `BATCH` notes or more was written, merge it (Rule 9)."""
+        total, written = len(notes), 0
         for start in range(0, total, batch):
             with self._write():
                 for step in range(start, min(start + batch, total), BATCH):
                     for note_id, known in notes[step : step + BATCH]:
-                        self._index_file(workspace, root, note_id, known)
+                        written += self._index_file(workspace, root, note_id, known)
                     if progress is not None and total > BATCH:
                         done = min(step + BATCH, total)
                         progress(done, total, f"indexed {done} of {total} changed notes")
+        if written >= BATCH:
+            self._merge_full_text()
+
+    def _merge_full_text(self) -> None:
+        """Rule 9: each full-text table merged into one segment, after a pass that wrote many notes."""
+        with self._write():
+            for table in ("notes_text", "notes_titles"):
+                self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
     def _index_file(
         self,
@@ -733,19 +751,20 @@ class IndexRefresh:
         root: WorkspaceRoot,
         note_id: str,
         known: IndexedNote | EllipsisType | None = ...,
-    ) -> None:
-        """Re-read one note into the index, or drop it when it is no longer a readable note.
+    ) -> bool:
+        """Re-read one note into the index, or drop it when it is no longer a readable note; True
+        when it wrote the note's full text.
 
         `known`: the note's row as the caller read it (None: it has none); `...`: look it up."""
         if not _is_note_path(note_id):
             self._forget_note(workspace, note_id)
-            return
+            return False
         started = time.time_ns()
         try:
             data, identity = root.read_head(note_id, INDEX_BODY_BYTES)
         except FsError:
             self._forget_note(workspace, note_id)
-            return
+            return False
         body = data.decode("utf-8", errors="replace")
         settled = identity.mtime_ns < started - RACY_WINDOW_NS
         if not settled and (live := self._live.get(workspace)) is not None:
@@ -762,7 +781,7 @@ class IndexRefresh:
                     "UPDATE notes SET settled = ? WHERE workspace = ? AND id = ?",
                     (int(settled), workspace, note_id),
                 )
-            return
+            return False
         facts = parse_note(body, note_stem(note_id), with_headings=False)
         title = facts.title
         change, changed_ns, previous = self._change_of(workspace, note_id, identity, known)
@@ -805,6 +824,7 @@ class IndexRefresh:
             (rowid, title, "\n".join((note_stem(note_id), *facts.aliases))),
         )
         self._store_facts(workspace, note_id, facts, body, fresh=known is None)
+        return True
 
     def _change_of(
         self, workspace: str, note_id: str, identity: FileIdentity, known: IndexedNote | None
