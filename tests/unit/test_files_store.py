@@ -365,3 +365,32 @@ def test_recent_lists_a_trashed_note_as_deleted_until_and_after_the_trash_is_emp
     store.create_note(scope, "todo.md", b"# Todo again\n")
     latest = {c.note_id: c.kind for c in store.recent(scope, since_ns=0, limit=10)}
     assert latest == {"todo.md": "created", "reports/tps.md": "deleted"}
+
+
+def test_emptying_the_trash_records_its_notes_in_the_index_before_commit(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    """notes_recent's record of a purged note is in the index before the purge's COMMIT, so no
+    crash loses it: not one right after COMMIT, nor one before it, whose purge recovery finishes
+    (the entry's file is already gone, so its trash row goes too)."""
+    store.list_notes(scope)
+    trash(store, ledger, scope, "todo.md")
+    (before,) = [c for c in store.recent(scope, since_ns=0, limit=10) if c.note_id == "todo.md"]
+    workspace = str(scope.workspace)
+
+    def in_index() -> list[tuple[str, str, int]]:
+        changes = store.index.recent(workspace, scope.root, "", since_ns=0, limit=10)
+        return [(c.note_id, c.kind, c.at_ns) for c in changes if c.note_id == "todo.md"]
+
+    def listed() -> list[object]:
+        return [c for c in store.recent(scope, since_ns=0, limit=10) if c.note_id == "todo.md"]
+
+    assert in_index() == []  # the trash row is the record
+    with pytest.raises(RuntimeError), ledger.critical_section() as txn:
+        store.purge_trash(txn, scope, store.list_trash(txn, scope))
+        assert in_index() == [("todo.md", "deleted", before.at_ns)]
+        raise RuntimeError("the process dies before COMMIT")
+    assert listed() == [before]  # the trash row and the record: one change
+    with ledger.critical_section() as txn:
+        assert store.recover(txn, scope.workspace, scope.root) == 1
+    assert listed() == [before]

@@ -778,9 +778,12 @@ class FilesNoteStore:
             self._purge_saved(root, self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id))
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
-        # notes_recent keeps saying when they went, now that their trash rows are gone
+        # notes_recent keeps saying when they went once their trash rows are gone. Written before
+        # COMMIT (the index's lock nests in the ledger's, as in move_to_trash), so a crash right
+        # after COMMIT loses no record; if the purge does not commit, `recent` still shows each
+        # note once, from its trash row and this record alike.
         gone = [(e.note_id, e.title, int(e.deleted_at * 1e9)) for e in entries]
-        txn.on_commit(lambda: self.index.remember_gone(str(scope.workspace), gone))
+        self.index.remember_gone(str(scope.workspace), gone)
         return len(entries)
 
     def move_to_trash(

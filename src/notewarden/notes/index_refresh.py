@@ -58,8 +58,8 @@ Rule 7 (what changed; `recent`): each note row carries its latest change (create
 moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
 in `gone_notes` for `GONE_KEPT_NS`, except one a tool moves to the trash (`note_trashed`): its
 trash row is the record (`FilesNoteStore.recent` reads both) until the trash is emptied, which
-hands it to `gone_notes` with the time it went (`remember_gone`; a row with no inode, since a file
-that left the trash cannot come back as a move). A note that appears with the inode of a note
+copies it to `gone_notes` with the time it went before the purge commits (`remember_gone`; a row
+with no inode, since a file that left the trash cannot come back as a move). A note that appears with the inode of a note
 that went (a rename seen as a delete and a create: a pass handles the names that are gone before
 the others) is a move. The first build of a workspace records no changes: its notes count as
 modified at their mtime.
