@@ -59,9 +59,9 @@ moved; the time is the file's mtime, or when the move was seen) and a note that 
 in `gone_notes` for `GONE_KEPT_NS`, except one a tool moves to the trash (`note_trashed`): its
 trash row is the record (`FilesNoteStore.recent` reads both) until the trash is emptied, which
 copies it to `gone_notes` with the time it went before the purge commits (`remember_gone`; a row
-with no inode, since a file that left the trash cannot come back as a move). A note that appears with the inode of a note
-that went (a rename seen as a delete and a create: a pass handles the names that are gone before
-the others) is a move. The first build of a workspace records no changes: its notes count as
+with no inode, since a file that left the trash cannot come back as a move). A note that appears
+with the inode of a note that went (a rename seen as a delete and a create: a pass handles the
+names that are gone before the others) is a move. The first build of a workspace records no changes: its notes count as
 modified at their mtime.
 
 Rule 8 (names and skips, issue 12): a note is a delete candidate when its title, its file stem
@@ -75,11 +75,12 @@ as a first build.
 Rule 9 (few segments): an FTS5 table is a set of segments, and a lookup probes each one for every
 term (a title query for a 7-character word is 5 trigrams). Indexing many notes in one pass leaves
 several: FTS5 writes a segment whenever its pending terms fill, and its automerge keeps up to three
-per level. A pass that wrote the full text of at least `BATCH` notes (a first build, an import, a sync)
-ends by merging each full-text table into one segment (FTS5's `optimize`: 5 ms at 1,000 notes,
-48 ms at 10,000, against the 2.4 s of such a build); later writes are small, and automerge keeps
-their segments few. At 1,000 notes a first build left 12 segments in the trigram table, and a
-round-1 title lookup cost 74 µs; after the merge, 27 µs.
+per level. A pass that wrote the full text of at least `BATCH` notes (a first build, an import, a
+sync) ends by merging each full-text table into one segment (FTS5's `optimize`: 5 ms at 1,000
+notes, 48 ms at 10,000, against the 2.4 s of such a build). Later writes, Rule 5's purges
+included, each add a small segment, which automerge keeps few. At 1,000 notes a first build left
+12 segments in the trigram table, and a title lookup took 98–146 µs; after the merge, 47 µs
+(docs/performance.md, item 11).
 """
 
 from __future__ import annotations
