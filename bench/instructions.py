@@ -7,8 +7,8 @@
 Runs `bench.inproc` (the shipped HTTP app driven in process, each delete taking a note of its
 own out of 1,000 resident ones) under callgrind twice, with `--few` and `--many` confirmed
 deletes, and divides the difference of the two instruction totals by the difference of the
-counts: start-up, imports and warm-up cancel out. Every thread's instructions count (valgrind serializes them), the
-kernel's (fsync, rename) do not.
+counts: start-up, imports and warm-up cancel out. Every thread's instructions count (valgrind
+serializes them), the kernel's (fsync, rename) do not.
 """
 
 from __future__ import annotations

@@ -251,7 +251,8 @@ def instances_md(data: dict[str, Any]) -> list[str]:
 def cost_md(data: dict[str, Any]) -> list[str]:
     plan = data["plan"]
     lines = [
-        f"**Fixed cost of one confirmed delete** (in process, deleting notes of its own out of 1,000 resident ones, no network; "
+        f"**Fixed cost of one confirmed delete** (in process, deleting notes of its own out of "
+        f"{plan['resident_notes']:,} resident ones, no network; "
         f"CPU: median of {plan['runs']} runs of {plan['calls']} deletes; instructions: callgrind, user space)",
         "",
         "| server | CPU ms user | CPU ms system | instructions (millions) |",

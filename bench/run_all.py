@@ -20,8 +20,8 @@ scale       notewarden round-1 notes_delete and notes_search at 1k, 10k, 100k no
 instances   confirmed deletes on one instance vs two behind a round-robin client (round 2
             lands on the other instance), on the files store + SQLite ledger and on the
             PostgreSQL store (seeded with `notewarden import`).
-cost        the fixed cost of one confirmed delete without the network, out of 1,000 resident
-            notes: each server's ASGI app driven in process (bench/inproc.py), CPU user and
+cost        the fixed cost of one confirmed delete without the network, out of the comparison's
+            resident notes: each server's ASGI app driven in process (bench/inproc.py), CPU user and
             system, and instructions under valgrind when it is installed
             (bench/instructions.py): numbers that other load hardly moves.
 
@@ -59,6 +59,7 @@ from bench.data import BenchNote, bench_notes, write_workspace
 from bench.load import FlowError, run_flow, run_interleaved, tools_of
 from bench.servers import (
     BASELINES,
+    REPO,
     Running,
     StartFailed,
     prepare_notewarden,
@@ -211,9 +212,8 @@ def start_server(
         return start_notewarden(config, cpus=cpus)
     if name == CONTROL:  # notewarden from another src/ tree, on a data set of its own
         config = prepare_notewarden(work, bench_notes(first, count), tag=f"{tag}-control")
-        repo = Path(__file__).resolve().parent.parent
         return start_notewarden(
-            config, name=CONTROL, cpus=cpus, launcher=["env", f"PYTHONPATH={control}:{repo}"]
+            config, name=CONTROL, cpus=cpus, launcher=["env", f"PYTHONPATH={control}:{REPO}"]
         )
     return start_baseline(name, work, first=first, count=count, cpus=cpus, json_response=baseline_json)
 
@@ -748,7 +748,8 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
 
 
 def cost(plan: Plan) -> dict[str, Any]:
-    """The fixed cost of a confirmed delete, in process, out of 1,000 resident notes (bench/inproc.py)."""
+    """The fixed cost of a confirmed delete, in process, each out of `plan.notes` resident notes
+    (bench/inproc.py)."""
     from bench import instructions
 
     has_valgrind = plan.cost_instructions and shutil.which("valgrind") is not None
@@ -765,6 +766,8 @@ def cost(plan: Plan) -> dict[str, Any]:
                     name,
                     "--calls",
                     str(plan.cost_calls),
+                    "--notes",
+                    str(plan.notes),
                     "--json",
                 ],
                 capture_output=True,
@@ -787,7 +790,12 @@ def cost(plan: Plan) -> dict[str, Any]:
             flush=True,
         )
     return {
-        "plan": {"calls": plan.cost_calls, "runs": plan.cost_runs, "instructions": has_valgrind},
+        "plan": {
+            "calls": plan.cost_calls,
+            "runs": plan.cost_runs,
+            "resident_notes": plan.notes,
+            "instructions": has_valgrind,
+        },
         "servers": servers,
     }
 

@@ -22,7 +22,15 @@ from pathlib import Path
 from bench.data import BenchNote, write_workspace
 from bench.load import Target
 
-__all__ = ["BENCH_TOKEN", "Running", "StartFailed", "start_baseline", "start_notewarden", "workspace_of"]
+__all__ = [
+    "BENCH_TOKEN",
+    "REPO",
+    "Running",
+    "StartFailed",
+    "start_baseline",
+    "start_notewarden",
+    "workspace_of",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_TOKEN = "bench-token-" + "b" * 24

@@ -267,9 +267,9 @@ def test_a_pass_that_reads_many_notes_leaves_each_full_text_table_one_segment(
 ) -> None:
     """Rule 9: a lookup probes every segment for every term; a pass of `BATCH` notes or more ends
     merged, and a small write after it adds a segment of its own."""
+    (folder / "many").mkdir()
     for i in range(BATCH):
         words = " ".join(f"w{(i * 7 + k) % 997:03}x{k}" for k in range(40))
-        (folder / f"many/m{i:04}.md").parent.mkdir(exist_ok=True)
         (folder / f"many/m{i:04}.md").write_text(f"# Many {i:04} {words[:60]}\n\n{words}\n")
     assert titled(index, root, "many 0042") == ["many/m0042.md"]
     assert segment_counts(index) == (1, 1)

@@ -61,8 +61,8 @@ trash row is the record (`FilesNoteStore.recent` reads both) until the trash is 
 copies it to `gone_notes` with the time it went before the purge commits (`remember_gone`; a row
 with no inode, since a file that left the trash cannot come back as a move). A note that appears
 with the inode of a note that went (a rename seen as a delete and a create: a pass handles the
-names that are gone before the others) is a move. The first build of a workspace records no changes: its notes count as
-modified at their mtime.
+names that are gone before the others) is a move. The first build of a workspace records no
+changes: its notes count as modified at their mtime.
 
 Rule 8 (names and skips, issue 12): a note is a delete candidate when its title, its file stem
 or one of its aliases contains every word (`model.matched_name`), so the trigram table holds the
