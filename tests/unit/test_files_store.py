@@ -394,3 +394,16 @@ def test_emptying_the_trash_records_its_notes_in_the_index_before_commit(
     with ledger.critical_section() as txn:
         assert store.recover(txn, scope.workspace, scope.root) == 1
     assert listed() == [before]
+
+
+def test_recent_in_a_folder_lists_its_trashed_notes_whatever_went_elsewhere_since(
+    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
+) -> None:
+    """The trash rows `recent` reads are those of the folder asked about: `limit` counts only them."""
+    store.list_notes(scope)
+    trash(store, ledger, scope, "reports/tps.md")
+    trash(store, ledger, scope, "todo.md")  # later, outside reports/
+    reports = WorkspaceScope("alice", scope.workspace, ("reports",), scope.root)
+    assert [(c.note_id, c.kind) for c in store.recent(reports, since_ns=0, limit=1)] == [
+        ("reports/tps.md", "deleted")
+    ]

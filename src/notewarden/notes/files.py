@@ -345,18 +345,25 @@ class FilesNoteStore:
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
         """The index's changes, and the notes moved to the trash since (the trash's rows are their
         record: `NoteIndex.note_trashed`); each note once, by its latest change."""
-        changes = self.index.recent(*self._key(scope), since_ns=since_ns or 0, limit=limit)
-        with self.ledger_for(str(scope.workspace)).snapshot() as db:
+        workspace, root, subtree = self._key(scope)
+        since = since_ns or 0
+        changes = self.index.recent(workspace, root, subtree, since_ns=since, limit=limit)
+        # the folder's rows only, so that `limit` counts them; by equality of the id's first
+        # characters, which no collation orders (the trash table is the ledger's, on PostgreSQL too)
+        within, bounds = (
+            (" AND substr(note_id, 1, ?) = ?", (len(subtree) + 1, subtree + "/")) if subtree else ("", ())
+        )
+        with self.ledger_for(workspace).snapshot() as db:
             trashed = db.execute(
-                "SELECT note_id, title, deleted_at FROM trash WHERE workspace = ? AND deleted_at >= ? "
+                f"SELECT note_id, title, deleted_at FROM trash WHERE workspace = ? AND deleted_at >= ?{within} "
                 "ORDER BY deleted_at DESC LIMIT ?",
-                (str(scope.workspace), (since_ns or 0) / 1e9, limit),
+                (workspace, since / 1e9, *bounds, limit),
             )
         went = ((note_id, title, int(deleted_at * 1e9)) for note_id, title, deleted_at in trashed)
         changes += [
             NoteChange(note_id, title, "deleted", at_ns)
             for note_id, title, at_ns in went
-            if at_ns >= (since_ns or 0) and scope.contains(note_id)  # the float's rounding
+            if at_ns >= since  # the float's rounding
         ]
         latest: dict[str, NoteChange] = {}
         for change in sorted(changes, key=lambda c: (-c.at_ns, c.note_id)):
