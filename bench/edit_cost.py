@@ -32,6 +32,7 @@ from typing import Any
 from bench.load import McpHttp, percentile
 from bench.servers import notewarden_config, start_notewarden
 from notewarden.config import load_config
+from notewarden.scope.rights import Caller, Right
 from notewarden.services import open_services
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -186,7 +187,9 @@ def _create_rows(config: Path) -> None:
     """A SQL store's notes are rows: create them with the store's own code, before the server starts."""
     services = open_services(load_config(config))
     try:
-        scope = services.grants.authorize_workspace("bench", str(services.config.workspaces[0]))
+        scope = services.grants.authorize_workspace(
+            Caller("bench", Right.WRITE), str(services.config.workspaces[0])
+        )
         for name, size in SIZES.items():
             services.store.create_note(scope, f"{name.replace(' ', '')}.md", note_text(size).encode())
     finally:

@@ -111,10 +111,10 @@ def notewarden_config(workspace: Path, state: Path, storage: dict[str, str] | No
     text = (
         f'state_dir = "{state}"\n'
         f'[[workspace]]\nuri = "file://{workspace}"\n'
-        f'[[principal]]\nid = "bench"\nworkspaces = ["file://{workspace}"]\n'
+        f'[[principal]]\nid = "bench"\nworkspaces = ["file://{workspace}"]\nrights = ["owner"]\n'
         f'token_sha256 = ["{token_hash}"]\n'
-        # the load is one principal: lift the per-principal limit on destructive calls to its maximum
-        "[limits]\ndestructive_per_minute = 100000\n"
+        # the load is one principal: lift the per-principal limits to their maximum
+        "[limits]\nwrite_per_minute = 100000\ndelete_per_minute = 100000\npurge_per_minute = 100000\n"
     )
     if storage:
         text += "[storage]\n" + "".join(f'{key} = "{value}"\n' for key, value in storage.items())

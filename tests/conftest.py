@@ -21,6 +21,11 @@ from tests.pg import pg  # noqa: F401  (the session's PostgreSQL database fixtur
 ALICE_TOKEN = "alice-token-" + "a" * 20
 BOB_TOKEN = "bob-token-" + "b" * 20
 IN_CI = os.environ.get("CI", "").lower() == "true"
+NO_LIMITS = (
+    "[limits]\nwrite_per_minute = 100000\ndelete_per_minute = 100000\npurge_per_minute = 100000\n"
+    "publish_per_minute = 100000\n"
+)
+"""A `[limits]` table that lets one principal's load through (races, fuzzing)."""
 
 
 def sha256(text: str) -> str:
@@ -29,7 +34,8 @@ def sha256(text: str) -> str:
 
 @dataclass
 class Deployment:
-    """A config on disk: alice owns `notes`, bob owns `private`; stdio clients are alice."""
+    """A config on disk: alice owns `notes`, bob owns `private`, each with every right; stdio clients
+    are alice."""
 
     root: Path
     notes: Path
@@ -51,9 +57,14 @@ class Deployment:
         alice_workspaces: list[str] | None = None,
         ttl: float = 600,
         alice_subjects: list[str] | None = None,
+        alice_rights: list[str] | None = None,
+        alice_extra: str = "",
         extra: str = "",
     ) -> None:
-        """`alice_subjects`: her OAuth `sub` values; `extra`: TOML tables appended at the end."""
+        """`alice_subjects`: her OAuth `sub` values; `alice_rights`: the rights of her workspaces
+        (default: every right); `alice_extra`: tables of hers (`[[principal.grant]]`,
+        `[[principal.token]]`); `extra`: TOML tables appended at the end."""
+        alice_rights = ["owner"] if alice_rights is None else alice_rights
         grants = alice_workspaces if alice_workspaces is not None else [self.notes_uri]
         subjects = f"oauth_subjects = {json.dumps(alice_subjects)}\n" if alice_subjects else ""
         self.config.write_text(
@@ -61,9 +72,9 @@ class Deployment:
             f"confirmation_ttl_seconds = {ttl}\n"
             f'[[workspace]]\nuri = "{self.notes_uri}"\n'
             f'[[workspace]]\nuri = "{self.private_uri}"\n'
-            f'[[principal]]\nid = "alice"\nworkspaces = {json.dumps(grants)}\n'
-            f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n{subjects}'
-            f'[[principal]]\nid = "bob"\nworkspaces = ["{self.private_uri}"]\n'
+            f'[[principal]]\nid = "alice"\nworkspaces = {json.dumps(grants)}\nrights = {json.dumps(alice_rights)}\n'
+            f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n{subjects}{alice_extra}'
+            f'[[principal]]\nid = "bob"\nworkspaces = ["{self.private_uri}"]\nrights = ["owner"]\n'
             f'token_sha256 = ["{sha256(BOB_TOKEN)}"]\n'
             f'[stdio]\nprincipal = "alice"\n{extra}'
         )

@@ -41,10 +41,11 @@ from notewarden.config import Config
 from notewarden.jsonrpc import UniqueMemberLines
 from notewarden.legacy import live_elicitation
 from notewarden.scope.grants import Grants
+from notewarden.scope.rights import Right
 from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
-from notewarden.tools.limits import RateLimiter, limit_destructive
+from notewarden.tools.limits import limit_by_right
 from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
@@ -56,7 +57,7 @@ from notewarden.web.oauth import (
     JwtVerifier,
     protected_resource_routes,
     resource_metadata_url,
-    scope_for_tool,
+    rights_of_scopes,
 )
 from notewarden.web.response_mode import ResponseModeRouter
 
@@ -86,7 +87,7 @@ INSTRUCTIONS = (
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
-    "tools/list": CacheHint(ttl_ms=3_600_000, scope="public"),
+    "tools/list": CacheHint(ttl_ms=300_000, scope="private"),  # by the caller's rights, which may change
 }
 
 PrincipalResolver = Callable[[ServerRequestContext[Any, Any]], str]
@@ -111,6 +112,14 @@ def principal_resolver(stdio_principal: str | None) -> PrincipalResolver:
     return resolve
 
 
+def credential_rights(ctx: ServerRequestContext[Any, Any]) -> frozenset[Right] | None:
+    """What the request's credential narrows its principal's rights to: an HTTP token's scopes (a
+    configured token carries the rights it was made with); None on stdio, where the process's
+    own limit (`serve --rights`) applies to every request alike."""
+    token = get_access_token()
+    return None if token is None else rights_of_scopes(token.scopes)
+
+
 def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     """The client's own name (`clientInfo`, from `_meta` or `initialize`), for display only."""
     params = ctx.session.client_params
@@ -131,15 +140,20 @@ def build_server(
     broken = check_own_forms()
     if broken:
         raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
-    limiter = RateLimiter(services.config.limits.destructive_per_minute)
-    registry = ToolRegistry(limit_destructive(default_tools(services) if tools is None else tools, limiter))
     resolve_principal = principal_resolver(stdio_principal)
+    grants = services.grants
+    registry = ToolRegistry(
+        limit_by_right(
+            default_tools(services) if tools is None else tools, services.config.limits.per_minute
+        ),
+        rights_held=lambda call: grants.rights_held(call.principal, call.credential_rights),
+    )
     resources = NoteResources(services, resolve_principal)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return registry.listing
+        return registry.listing(grants.rights_held(resolve_principal(ctx), credential_rights(ctx)))
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -156,6 +170,7 @@ def build_server(
             else None,
             live=live_elicitation(ctx),
             client_name=client_name(ctx),
+            credential_rights=credential_rights(ctx),
         )
         return await registry.call(call)
 
@@ -263,7 +278,8 @@ def build_http_app(
             ),
             max_body_bytes=services.config.http.max_body_bytes,
         ),
-        tool_scopes={t.tool.name: scope_for_tool(t.tool) for t in tools},
+        tool_rights={t.tool.name: t.right for t in tools},
+        rights_held=lambda principal: services.grants.rights_held(principal, None),
         resource_metadata=resource_metadata_url(oauth) if oauth else None,
         max_body_bytes=services.config.http.max_body_bytes,
         config_problem=lambda: services.grants.problem,

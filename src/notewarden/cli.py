@@ -5,6 +5,7 @@ notewarden token add|revoke PRINCIPAL [--config FILE]   # a new bearer token (sh
 notewarden doctor [--config FILE]                        # pass/fail list with fixes; exit 1 on a fail
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
+notewarden serve ... --read-only | --rights RIGHTS      # what this server may do (docs/permissions.md)
 notewarden demo                                          # the walkthrough
 notewarden db upgrade --config FILE                      # create / upgrade the database schema
 notewarden db status --config FILE                       # schema versions, row counts, expiry
@@ -31,6 +32,7 @@ from notewarden.ledger import LedgerUnavailable
 from notewarden.logs import configure_logging
 from notewarden.schema import SchemaOutOfDate
 from notewarden.scope.grants import WorkspaceFolderError
+from notewarden.scope.rights import ALL_RIGHTS, BUNDLES, DEFAULT_RIGHTS, Right, parse_rights
 
 __all__ = ["main"]
 
@@ -49,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     serve.add_argument("--host", help="HTTP bind address (default from config, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default from config, else 8765)")
+    rights = serve.add_mutually_exclusive_group()
+    rights.add_argument(
+        "--rights",
+        metavar="RIGHTS",
+        help="comma-separated rights or bundles: with --workspace what its principal may do (default "
+        "maintainer: read, write, delete); with --config the most any caller may do, whatever its grants",
+    )
+    rights.add_argument("--read-only", action="store_true", help="the same as --rights reader")
     serve.add_argument(
         "--no-sandbox",
         action="store_true",
@@ -152,13 +162,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def requested_rights(args: argparse.Namespace) -> frozenset[Right] | None:
+    """`--rights` / `--read-only`, or None when neither is given."""
+    if args.read_only:
+        return BUNDLES["reader"]
+    if args.rights is None:
+        return None
+    try:
+        return parse_rights(name.strip() for name in args.rights.split(",") if name.strip())
+    except ValueError as exc:
+        raise ConfigError(f"--rights: {exc}") from None
+
+
 def resolve_config(args: argparse.Namespace) -> Config:
     if args.workspace:
         if args.transport == "http":
             raise ConfigError(
                 "--transport http needs --config FILE: HTTP principals and tokens come from config"
             )
-        return config_for_directories(args.workspace, state_dir=args.state_dir)
+        rights = requested_rights(args)
+        return config_for_directories(
+            args.workspace, state_dir=args.state_dir, rights=DEFAULT_RIGHTS if rights is None else rights
+        )
     if args.state_dir:
         raise ConfigError("--state-dir goes with --workspace; set state_dir in the config file instead")
     config = load_config(args.config)
@@ -197,7 +222,8 @@ def serve(args: argparse.Namespace) -> int:
     check_workspace_folders(config)
     port = config.http.port if args.transport == "http" else None
     start_sandboxed(config, enabled=not args.no_sandbox, bind_port=port)
-    services = open_services(config)
+    cap = requested_rights(args) if args.config else None
+    services = open_services(config, cap=ALL_RIGHTS if cap is None else cap)
     # Start-up's objects (modules, the SDK's pydantic models) live as long as the process: frozen,
     # the cyclic collector stops walking them in every full collection (docs/performance.md).
     gc.freeze()

@@ -24,8 +24,15 @@ the resulting `Config` through `scope.grants.GrantConfig` without importing this
 
     [[principal]]
     id = "alice"
-    workspaces = ["file:///srv/notes/team-a"]
-    token_sha256 = ["<hex sha-256 of a bearer token>"]
+    workspaces = ["file:///srv/notes/team-a"]  # granted whole, with `rights`
+    rights = ["maintainer"]                    # default: read, write, delete (scope/rights.py)
+    token_sha256 = ["<hex sha-256 of a bearer token>"]   # a token with all of alice's rights
+    [[principal.grant]]                        # a workspace or a folder inside one, with its rights
+    uri = "file:///srv/notes/wiki/Projects"
+    rights = ["editor"]
+    [[principal.token]]                        # a token narrowed to some of alice's rights
+    sha256 = "<hex sha-256 of another token>"
+    rights = ["reader"]
 
     [stdio]
     principal = "alice"
@@ -42,8 +49,11 @@ the resulting `Config` through `scope.grants.GrantConfig` without importing this
     jwks_file = "/etc/notewarden/jwks.json"    # or jwks_url = "https://auth.example.com/jwks.json"
     connect_client_id = "notewarden-connect"   # connect pages: sign in at the server (code + PKCE)
 
-    [limits]
-    destructive_per_minute = 30                # calls of destructive tools, per principal and process
+    [limits]                                   # calls per principal and process, by the right a tool needs
+    write_per_minute = 120
+    delete_per_minute = 30
+    purge_per_minute = 10
+    publish_per_minute = 30
 
     [sandbox]
     enabled = true                             # Landlock self-sandbox at start-up of `serve`
@@ -90,6 +100,7 @@ from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishSettings, parse_publish
 from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.note_paths import split_relative
+from notewarden.scope.rights import BUNDLES, DEFAULT_RIGHTS, FolderRights, Right, parse_rights
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.toml_tables import (
     FORBID,
@@ -113,6 +124,7 @@ __all__ = [
     "HttpSettings",
     "LimitSettings",
     "OAuthSettings",
+    "Principal",
     "PrincipalConfig",
     "SandboxSettings",
     "StorageSettings",
@@ -148,8 +160,21 @@ WebUrl = Annotated[StrictStr, AfterValidator(_http_url), Field(description="an h
 Uri = Annotated[FileUri, PlainValidator(_file_uri), Field(description="a file:/// URI")]
 
 
+def _rights(value: object) -> frozenset[Right]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be {RIGHT_NAMES}")
+    return parse_rights(value)
+
+
+RIGHT_NAMES = f'a list of rights ({", ".join(Right)}) or bundles ({", ".join(BUNDLES)}), e.g. ["reader"]'
+Rights = Annotated[frozenset[Right], PlainValidator(_rights), Field(description=RIGHT_NAMES)]
+TokenHash = Annotated[StrictStr, AfterValidator(must(_SHA256_HEX.fullmatch, lambda _: _NOT_A_HASH))]
+
+
 @table(frozen=True, slots=True, config=FORBID)
 class PrincipalConfig:
+    """A `[[principal]]` table as written; `parse_config` resolves it into a `Principal`."""
+
     id: Annotated[
         StrictStr,
         AfterValidator(
@@ -157,12 +182,50 @@ class PrincipalConfig:
         ),
         Field(description="a principal name"),
     ]
-    workspaces: Annotated[tuple[Uri, ...], Field(description="a list of workspace URIs")]
+    workspaces: Annotated[tuple[Uri, ...], Field(description="a list of workspace URIs")] = ()
+    rights: Rights | None = Field(default=None, description=RIGHT_NAMES)
+    grant: Tables = ()
     token_sha256: Annotated[
-        frozenset[Annotated[StrictStr, AfterValidator(must(_SHA256_HEX.fullmatch, lambda _: _NOT_A_HASH))]],
-        Field(description="a list of SHA-256 hex digests of tokens"),
+        frozenset[TokenHash], Field(description="a list of SHA-256 hex digests of tokens")
     ] = frozenset()
+    token: Tables = ()
     oauth_subjects: Annotated[frozenset[Text], Field(description="a list of non-empty strings")] = frozenset()
+
+
+@table(frozen=True, config=FORBID)
+class _Grant:
+    """`[[principal.grant]]`: a workspace, or a folder inside one, and the rights it gives there."""
+
+    uri: Uri
+    rights: Rights
+
+
+@table(frozen=True, config=FORBID)
+class _Token:
+    """`[[principal.token]]`: a token of the principal that carries only some of its rights."""
+
+    sha256: Annotated[TokenHash, Field(description="the SHA-256 hex digest of a token")]
+    rights: Rights
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Principal:
+    """A principal as the server uses it: where it holds which rights, and its credentials."""
+
+    id: str
+    grants: Mapping[FileUri, tuple[FolderRights, ...]]
+    """Per workspace (in configuration order), the folders granted and their rights."""
+    tokens: Mapping[str, frozenset[Right] | None] = dataclasses.field(default_factory=dict)
+    """Token SHA-256 -> the rights it narrows to (None: all of the principal's)."""
+    oauth_subjects: frozenset[str] = frozenset()
+
+    @property
+    def workspaces(self) -> tuple[FileUri, ...]:
+        return tuple(w for w, held in self.grants.items() if any(g.rights for g in held))
+
+    @property
+    def token_sha256(self) -> frozenset[str]:
+        return frozenset(self.tokens)
 
 
 @table(frozen=True, slots=True, config=FORBID)
@@ -230,7 +293,9 @@ class OAuthSettings:
     algorithms: Annotated[Texts, AfterValidator(_asymmetric)] = ("RS256", "PS256", "ES256", "ES384", "EdDSA")
     leeway_seconds: Annotated[Seconds, between(0, 300, "a number of seconds")] = 30.0
     connect_client_id: Text | None = Field(default=None, description="a non-empty string")  # sign-in client
-    connect_scope: Text = "openid notes:read"
+    connect_scope: Text = "openid notewarden:read"
+    accept_legacy_scopes: Annotated[StrictBool, Field(description="true or false")] = True
+    """Tokens with the scopes before rights (notes:read, notes:write, notes:delete): `web.oauth` Rule 3a."""
 
     def __post_init__(self) -> None:
         if (self.jwks_file is None) == (self.jwks_url is None):
@@ -239,9 +304,32 @@ class OAuthSettings:
             object.__setattr__(self, "authorization_servers", (self.issuer,))
 
 
+PerMinute = Annotated[StrictInt, between(1, 100_000, "an integer")]
+
+
 @table(frozen=True, slots=True, config=FORBID)
 class LimitSettings:
-    destructive_per_minute: Annotated[StrictInt, between(1, 100_000, "an integer")] = 30
+    """Calls per rolling minute, per principal and process, by the right the tool needs (`tools.limits`).
+    `destructive_per_minute`, the one limit before rights existed, is read as `delete_per_minute`."""
+
+    write_per_minute: PerMinute = 120
+    delete_per_minute: PerMinute = 30
+    purge_per_minute: PerMinute = 10
+    publish_per_minute: PerMinute = 30
+    destructive_per_minute: PerMinute | None = Field(
+        default=None, description="an integer between 1 and 100000"
+    )
+
+    def per_minute(self, right: Right) -> int | None:
+        """The limit for tools needing `right`; None: not limited (reading)."""
+        if right is Right.DELETE and self.destructive_per_minute is not None:
+            return self.destructive_per_minute
+        return {
+            Right.WRITE: self.write_per_minute,
+            Right.DELETE: self.delete_per_minute,
+            Right.PURGE: self.purge_per_minute,
+            Right.PUBLISH: self.publish_per_minute,
+        }.get(right)
 
 
 @table(frozen=True, slots=True, config=FORBID)
@@ -296,7 +384,7 @@ class _Stdio:
 class Config:
     state_dir: Path
     workspaces: tuple[FileUri, ...]
-    principals: Mapping[str, PrincipalConfig]
+    principals: Mapping[str, Principal]
     stdio_principal: str | None = None
     confirmation_ttl_seconds: float = 600.0
     http: HttpSettings = dataclasses.field(default_factory=HttpSettings)
@@ -311,10 +399,16 @@ class Config:
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
+        found = self.credential_for_token(token)
+        return found[0] if found is not None else None
+
+    def credential_for_token(self, token: str) -> tuple[str, frozenset[Right] | None] | None:
+        """The principal a configured token belongs to and the rights it narrows to (None: all of
+        the principal's), or None for a token configured nowhere."""
         digest = hashlib.sha256(token.encode()).hexdigest()
         for principal in self.principals.values():
-            if digest in principal.token_sha256:
-                return principal.id
+            if digest in principal.tokens:
+                return principal.id, principal.tokens[digest]
         return None
 
     def principal_for_subject(self, subject: str) -> str | None:
@@ -334,12 +428,15 @@ def default_state_dir() -> Path:
     return Path(base) / "notewarden"
 
 
-def config_for_directories(directories: list[str], *, state_dir: str | None = None) -> Config:
-    """The embedded default: every directory is a workspace granted to principal "local" over stdio."""
+def config_for_directories(
+    directories: list[str], *, state_dir: str | None = None, rights: frozenset[Right] = DEFAULT_RIGHTS
+) -> Config:
+    """The embedded default: every directory is a workspace granted to principal "local" over stdio,
+    with `rights` (the default's unless `serve --rights` says otherwise)."""
     uris = tuple(_workspace_uri_for_dir(d) for d in directories)
     if not uris:
         raise ConfigError("give at least one --workspace DIR, or --config FILE")
-    local = PrincipalConfig(id=LOCAL_PRINCIPAL, workspaces=uris)
+    local = Principal(LOCAL_PRINCIPAL, {uri: (FolderRights((), rights),) for uri in uris})
     return Config(
         state_dir=Path(state_dir) if state_dir else default_state_dir(),
         workspaces=uris,
@@ -377,19 +474,13 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
                 raise ConfigError(f"workspaces {other} and {uri} nest; workspaces must not overlap")
         workspaces.append(uri)
 
-    principals: dict[str, PrincipalConfig] = {}
+    principals: dict[str, Principal] = {}
     for i, entry in enumerate(top.principal):
-        principal = validate_table(PrincipalConfig, entry, f"[[principal]] #{i + 1}")
+        principal = _principal(validate_table(PrincipalConfig, entry, f"[[principal]] #{i + 1}"), workspaces)
         if principal.id in principals:
             raise ConfigError(f"principal {principal.id!r} is defined twice")
-        for uri in principal.workspaces:
-            if uri not in workspaces:
-                raise ConfigError(
-                    f"principal {principal.id!r} is granted {uri}, which is not a [[workspace]]; "
-                    f"configured workspaces: {', '.join(map(str, workspaces)) or 'none'}"
-                )
         principals[principal.id] = principal
-    _one_owner(principals, "token_sha256", "a token hash")
+    _one_owner(principals, "tokens", "a token hash")
     _one_owner(principals, "oauth_subjects", "the oauth subject {key!r}")
 
     stdio_principal = None
@@ -417,7 +508,42 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
     )
 
 
-def _one_owner(principals: Mapping[str, PrincipalConfig], field: str, what: str) -> None:
+def _principal(table: PrincipalConfig, workspaces: list[FileUri]) -> Principal:
+    """A `[[principal]]` resolved: its `workspaces` (with its `rights`, by default `DEFAULT_RIGHTS`)
+    and its `[[principal.grant]]` folders, per workspace; its tokens with the rights they carry."""
+    who = f"[[principal]] {table.id!r}"
+    listed = ", ".join(map(str, workspaces)) or "none"
+    granted: list[tuple[FileUri, frozenset[Right], str]] = [
+        (uri, DEFAULT_RIGHTS if table.rights is None else table.rights, f"{who} workspaces")
+        for uri in table.workspaces
+    ]
+    for n, entry in enumerate(table.grant, 1):
+        grant = validate_table(_Grant, entry, f"{who} grant #{n}")
+        granted.append((grant.uri, grant.rights, f"{who} grant #{n}"))
+    grants: dict[FileUri, list[FolderRights]] = {w: [] for w in workspaces}
+    seen: set[FileUri] = set()
+    for uri, rights, where in granted:
+        if uri in seen:
+            raise ConfigError(f"{where}: {uri} is granted twice to {table.id!r}; give it one entry")
+        seen.add(uri)
+        workspace = next((w for w in workspaces if uri.relative_to(w) is not None), None)
+        if workspace is None:
+            raise ConfigError(
+                f"{where}: {uri} is not a [[workspace]] nor a folder inside one; configured workspaces: {listed}"
+            )
+        grants[workspace].append(FolderRights(uri.relative_to(workspace) or (), rights))
+    tokens: dict[str, frozenset[Right] | None] = dict.fromkeys(table.token_sha256)
+    for n, entry in enumerate(table.token, 1):
+        token = validate_table(_Token, entry, f"{who} token #{n}")
+        if token.sha256 in tokens:
+            raise ConfigError(f"{who} token #{n}: that token hash is listed twice; give it one entry")
+        tokens[token.sha256] = token.rights
+    return Principal(
+        table.id, {w: tuple(held) for w, held in grants.items() if held}, tokens, table.oauth_subjects
+    )
+
+
+def _one_owner(principals: Mapping[str, Principal], field: str, what: str) -> None:
     """A token hash or an OAuth subject names one principal, or the config is refused."""
     owners: dict[str, str] = {}
     for p in principals.values():

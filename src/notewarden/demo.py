@@ -3,7 +3,8 @@
 Each checkpoint of the confirmed-delete flow is printed as it happens: discovery, the
 tool list, round 1 (`input_required` with the form and a sealed state), the checks that
 refuse (missing capability, hostile URI, changed arguments), round 2 (accept → trash),
-a replay, decline and cancel; then a small edit with its diff receipt, and its revert.
+a replay, decline and cancel; then a small edit with its diff receipt, and its revert; last, a
+read-only assistant: shown only the read tools, and refused a delete naming the right it lacks.
 """
 
 from __future__ import annotations
@@ -72,41 +73,33 @@ Connect = Callable[..., AbstractAsyncContextManager[Client]]
 
 @asynccontextmanager
 async def running_server(transport: str, workspace: Path, state: Path) -> AsyncIterator[Connect]:
-    """Start what the clients talk to and yield a way to connect SDK clients to it.
+    """Start what the clients talk to and yield a way to connect SDK clients to it; a client
+    connected with `read_only=True` may only read.
 
     Over stdio each client launches its own server process on the same state directory (as a
-    desktop client would); over HTTP one server process serves every client, with one token.
+    desktop client would; a read-only one `serve --read-only`); over HTTP one server process
+    serves every client, with one token of every right and one made with `--rights reader`.
     """
     if transport == "stdio":
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=[
-                "-m",
-                "notewarden",
-                "--log-level",
-                "error",
-                "serve",
-                "--workspace",
-                str(workspace),
-                "--state-dir",
-                str(state),
-            ],
-        )
 
         @asynccontextmanager
-        async def stdio_client(**client_kwargs: Any) -> AsyncIterator[Client]:
+        async def stdio_client(*, read_only: bool = False, **client_kwargs: Any) -> AsyncIterator[Client]:
+            args = ["-m", "notewarden", "--log-level", "error", "serve", "--workspace", str(workspace)]
+            args += ["--state-dir", str(state), *(["--read-only"] if read_only else [])]
+            params = StdioServerParameters(command=sys.executable, args=args)
             async with Client(params, mode="auto", **client_kwargs) as client:
                 yield client
 
         yield stdio_client
         return
-    token = new_token()
+    token, reader = new_token(), new_token()
     port = _free_port()
     config = state / "notewarden.toml"
     config.write_text(
         f'state_dir = "{state}"\n[[workspace]]\nuri = "file://{workspace}"\n'
-        f'[[principal]]\nid = "demo"\nworkspaces = ["file://{workspace}"]\n'
+        f'[[principal]]\nid = "demo"\nworkspaces = ["file://{workspace}"]\nrights = ["maintainer"]\n'
         f'token_sha256 = ["{token_hash(token)}"]\n'
+        f'[[principal.token]]\nsha256 = "{token_hash(reader)}"\nrights = ["reader"]\n'
         f"[http]\nport = {port}\n"
     )
     print(f"HTTP server: http://127.0.0.1:{port}/mcp, config {config}")
@@ -127,9 +120,10 @@ async def running_server(transport: str, workspace: Path, state: Path) -> AsyncI
     )
 
     @asynccontextmanager
-    async def http_client(**client_kwargs: Any) -> AsyncIterator[Client]:
+    async def http_client(*, read_only: bool = False, **client_kwargs: Any) -> AsyncIterator[Client]:
+        bearer = reader if read_only else token
         async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {bearer}"}, timeout=30) as http,
             Client(
                 streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http),
                 mode="auto",
@@ -292,6 +286,8 @@ async def walkthrough(transport: str, root: Path) -> None:
             f"Client.call_tool with an elicitation callback drives both rounds: {text_of(whole)}",
         )
         await edit_and_revert(client, uri, workspace)
+        async with connect(read_only=True, elicitation_callback=pick_oldest_tps) as reading:
+            await read_only(reading, uri, transport)
 
     remaining = sorted(
         str(p.relative_to(workspace)) for p in workspace.rglob("*.md") if ".notewarden" not in str(p)
@@ -322,6 +318,23 @@ async def edit_and_revert(client: Client, uri: str, workspace: Path) -> None:
         "13 revert",
         f"notes_revert to {back['versionId']} → the note is back byte for byte: {same}\n"
         + (reverted.structured_content or {}).get("diff", "").rstrip("\n"),
+    )
+
+
+async def read_only(client: Client, uri: str, transport: str) -> None:
+    """A read-only assistant: the tools it is shown, and a delete it asks for anyway."""
+    how = "serve --read-only" if transport == "stdio" else "a token made with --rights reader"
+    listing = await client.list_tools()
+    say(
+        "14 read-only",
+        f"{how}: tools/list shows {len(listing.tools)} tools, each needing only read: "
+        + ", ".join(t.name for t in listing.tools),
+    )
+    refused = await client.call_tool("notes_delete", {"workspaceUri": uri, "title": "TPS"})
+    error = (refused.structured_content or {}).get("error", {})
+    say(
+        "14 read-only",
+        f"notes_delete anyway → isError={refused.is_error} {error.get('code')}: {text_of(refused)}",
     )
 
 

@@ -34,6 +34,7 @@ from notewarden.schema import SchemaOutOfDate
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import Grants
+from notewarden.scope.rights import ALL_RIGHTS, Right
 from notewarden.scope.uri import FileUri
 from notewarden.sealing import SealingKeys, load_or_create_keys
 from notewarden.storage import STORE_SCHEMAS, open_ledger, open_store
@@ -109,11 +110,11 @@ class Services:
             self.connections.close()
 
 
-def open_services(config: Config) -> Services:
+def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Services:
     """Open workspaces, ledger and keys, decide who owns each folder's trash, then finish any
-    delete a crash interrupted."""
+    delete a crash interrupted. `cap`: the most any request may do (`serve --rights`)."""
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    grants = Grants(config, reload=load_config)
+    grants = Grants(config, reload=load_config, cap=cap)
     grants.open_all()
     if installed_faults():
         logger.warning(

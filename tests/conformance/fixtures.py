@@ -60,6 +60,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
+from notewarden.scope.rights import Right
 from notewarden.tools.registry import MissingCapability, ToolCall, ToolDef, ToolResult
 
 __all__ = ["FIXTURE_TOOL_NAMES", "fixture_tools", "install_fixture_features"]
@@ -191,6 +192,7 @@ def tool(name: str, description: str, handler: Any, schema: dict[str, Any] | Non
     return ToolDef(
         tool=types.Tool(name=name, description=description, input_schema=schema or NO_ARGS),
         handler=handler,
+        right=Right.READ,  # the suite's own tools read nothing; any principal of the server may call them
     )
 
 

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
 from notewarden.demo import write_sample_workspace
-from tests.conftest import ALICE_TOKEN, BOB_TOKEN, Deployment, free_port, start_http_server
+from tests.conftest import ALICE_TOKEN, BOB_TOKEN, NO_LIMITS, Deployment, free_port, start_http_server
 from tests.fuzz.http_cases import FuzzReport, Seeds, jwt_minter, run
 from tests.unit.fsroot_cases import snapshot
 from tests.wire.rawhttp import RawMcp
@@ -43,8 +43,7 @@ def run_fuzz_lab(base: Path, *, cases: int, seed: int) -> FuzzOutcome:
     resource = f"http://127.0.0.1:{port}/mcp"
     d.write_config(
         alice_subjects=["fuzz-subject"],
-        extra=f'[oauth]\nresource = "{resource}"\nissuer = "{ISSUER}"\njwks_file = "{jwks}"\n'
-        "[limits]\ndestructive_per_minute = 100000\n",
+        extra=f'[oauth]\nresource = "{resource}"\nissuer = "{ISSUER}"\njwks_file = "{jwks}"\n' + NO_LIMITS,
     )
     server = start_http_server(d.config, base / "fuzz-server.log", port=port)
     try:

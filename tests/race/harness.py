@@ -42,7 +42,7 @@ from notewarden.scope.note_paths import TRASH_DIR_NAME as TRASH_DIR
 from notewarden.scope.note_paths import TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import parse_file_uri
 from notewarden.storage import open_ledger, sqlite_path, upgrade_schema
-from tests.conftest import HttpServer, sha256, start_http_server
+from tests.conftest import NO_LIMITS, HttpServer, sha256, start_http_server
 from tests.pg import PG_PORT, database_url
 from tests.race.fault_entry import PAUSE_AT_ENV
 from tests.race.senders import SenderPool, accept
@@ -128,9 +128,8 @@ class StorageDeployment:
             path.write_text(
                 f'state_dir = "{self.state_dir(instance)}"\n'
                 f'[[workspace]]\nuri = "{self.workspace_uri}"\n'
-                f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\n'
-                f'token_sha256 = ["{sha256(self.token)}"]\n'
-                "[limits]\ndestructive_per_minute = 100000\n" + storage + self.extra_config
+                f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\nrights = ["owner"]\n'
+                f'token_sha256 = ["{sha256(self.token)}"]\n' + NO_LIMITS + storage + self.extra_config
             )
             stamp = time.time() + len(existing) + getattr(self, "_bump", 0)
             self._bump = getattr(self, "_bump", 0) + 1

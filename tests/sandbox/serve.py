@@ -28,6 +28,7 @@ from notewarden.app import build_http_app, default_tools  # noqa: E402
 from notewarden.cli import start_sandboxed  # noqa: E402
 from notewarden.config import load_config  # noqa: E402
 from notewarden.logs import configure_logging  # noqa: E402
+from notewarden.scope.rights import Right  # noqa: E402
 from notewarden.services import open_services  # noqa: E402
 from notewarden.tools.registry import ToolCall, ToolDef, ToolResult  # noqa: E402
 
@@ -74,6 +75,7 @@ DEBUG_FILE = ToolDef(
         },
     ),
     handler=debug_file,
+    right=Right.READ,  # a simulated bug: what it may do is the sandbox's question, not the grants'
 )
 
 

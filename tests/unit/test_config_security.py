@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from notewarden.config import ConfigError, parse_config
+from notewarden.scope.rights import Right
 
 BASE: dict[str, Any] = {
     "state_dir": "/var/lib/nw",
@@ -29,7 +30,19 @@ def config(**tables: Any) -> Any:
 def test_defaults() -> None:
     c = config()
     assert c.oauth is None
-    assert c.limits.destructive_per_minute == 30
+    limits = {right: c.limits.per_minute(right) for right in Right}
+    assert limits == {
+        Right.READ: None,
+        Right.WRITE: 120,
+        Right.DELETE: 30,
+        Right.PURGE: 10,
+        Right.PUBLISH: 30,
+    }
+
+
+def test_the_limit_before_rights_is_read_as_the_delete_limit() -> None:
+    c = config(limits={"destructive_per_minute": 7})
+    assert c.limits.per_minute(Right.DELETE) == 7 and c.limits.per_minute(Right.WRITE) == 120
     assert c.sandbox.enabled is True and c.sandbox.read_paths == ()
     assert c.principal_for_subject("u-1") == "alice" and c.principal_for_subject("u-2") is None
 

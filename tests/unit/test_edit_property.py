@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from notewarden.app import default_tools
 from notewarden.config import parse_config
 from notewarden.notes.markdown import headings
+from notewarden.scope.rights import Caller, Right
 from notewarden.services import Services, open_services
 from notewarden.tools.registry import ToolCall, ToolRegistry
 
@@ -92,12 +93,12 @@ class Tools:
 
     def put(self, text: str) -> str:
         note_id = f"n{next(self.ids)}.md"
-        scope = self.services.grants.authorize_workspace("alice", self.uri)
+        scope = self.services.grants.authorize_workspace(Caller("alice", Right.WRITE), self.uri)
         self.services.store.create_note(scope, note_id, text.encode())
         return note_id
 
     def bytes_of(self, note_id: str) -> bytes:
-        scope = self.services.grants.authorize_workspace("alice", self.uri)
+        scope = self.services.grants.authorize_workspace(Caller("alice", Right.WRITE), self.uri)
         return self.services.store.read_note(scope, note_id).data
 
 

@@ -379,7 +379,7 @@ def test_emptying_the_trash_records_its_notes_in_the_index_before_commit(
     workspace = str(scope.workspace)
 
     def in_index() -> list[tuple[str, str, int]]:
-        changes = store.index.recent(workspace, scope.root, "", since_ns=0, limit=10)
+        changes = store.index.recent(workspace, scope.root, ("",), since_ns=0, limit=10)
         return [(c.note_id, c.kind, c.at_ns) for c in changes if c.note_id == "todo.md"]
 
     def listed() -> list[object]:

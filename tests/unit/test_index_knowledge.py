@@ -61,7 +61,7 @@ def index(tmp_path: Path, mode: str) -> Iterator[NoteIndex]:
 
 
 def outgoing(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> dict[str, tuple[str | None, bool]]:
-    found = index.note_links(WS, root, "", note_id, limit=1000)
+    found = index.note_links(WS, root, ("",), note_id, limit=1000)
     assert found is not None
     return {
         link.written: (link.target, link.target is not None and link.anchor_found is not False)
@@ -71,14 +71,14 @@ def outgoing(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> dict[str, t
 
 def everything(index: NoteIndex, root: WorkspaceRoot) -> dict[tuple[str, str], str | None]:
     found = {}
-    for note in index.page(WS, root, "", after=None, limit=None):
+    for note in index.page(WS, root, ("",), after=None, limit=None):
         for written, (target, _) in outgoing(index, root, note.id).items():
             found[(note.id, written)] = target
     return found
 
 
 def backlinks(index: NoteIndex, root: WorkspaceRoot, note_id: str) -> set[tuple[str, str]]:
-    found = index.note_links(WS, root, "", note_id, limit=1000)
+    found = index.note_links(WS, root, ("",), note_id, limit=1000)
     assert found is not None and found.backlinks_total == len(found.backlinks)
     return {(link.source, link.written) for link in found.backlinks}
 
@@ -92,7 +92,7 @@ def test_every_link_resolves_as_obsidian_would_and_backlinks_are_the_exact_inver
     for note_id in VAULT:
         inverse = {(s, w) for (s, w), (target, _) in EXPECTED.items() if target == note_id}
         assert backlinks(index, root, note_id) == inverse, note_id
-    home = index.note_links(WS, root, "", "Home.md", limit=10)
+    home = index.note_links(WS, root, ("",), "Home.md", limit=10)
     assert home is not None and home.tags == ["area/home", "index"]
     assert home.properties is not None and home.properties["aliases"] == ["Start", "Dashboard"]
     links = home.outgoing
@@ -155,27 +155,27 @@ def test_tags_with_counts_prefixes_and_folders(index: NoteIndex, root: Workspace
     for tags in TAGS.values():
         for tag in tags:
             counts[tag] = counts.get(tag, 0) + 1
-    listed = index.tags(WS, root, "", prefix="", after=None, limit=100)
+    listed = index.tags(WS, root, ("",), prefix="", after=None, limit=100)
     assert {t.tag.casefold(): t.notes for t in listed} == counts
-    assert [t.tag for t in index.tags(WS, root, "", prefix="PROJ", after=None, limit=100)] == [
+    assert [t.tag for t in index.tags(WS, root, ("",), prefix="PROJ", after=None, limit=100)] == [
         "project",
         "project/atlas",
     ]
-    first = index.tags(WS, root, "", prefix="", after=None, limit=3)
-    rest = index.tags(WS, root, "", prefix="", after=first[-1].tag.casefold(), limit=100)
+    first = index.tags(WS, root, ("",), prefix="", after=None, limit=3)
+    rest = index.tags(WS, root, ("",), prefix="", after=first[-1].tag.casefold(), limit=100)
     assert [t.tag for t in first + rest] == [t.tag for t in listed]
-    assert [t.tag for t in index.tags(WS, root, "Areas", prefix="", after=None, limit=100)] == [
+    assert [t.tag for t in index.tags(WS, root, ("Areas",), prefix="", after=None, limit=100)] == [
         "team",
         "team/weekly",
         "weekly",
     ]
     (folder / "Areas" / "Team" / "Meeting.md").unlink()
-    after = {t.tag: t.notes for t in index.tags(WS, root, "", prefix="", after=None, limit=100)}
+    after = {t.tag: t.notes for t in index.tags(WS, root, ("",), prefix="", after=None, limit=100)}
     assert "team" not in after and after["project"] == 1
 
 
 def filtered(index: NoteIndex, root: WorkspaceRoot, **kwargs: object) -> list[str]:
-    notes = index.search(WS, root, "", [], after=None, limit=100, filters=NoteFilter(**kwargs))  # type: ignore[arg-type]
+    notes = index.search(WS, root, ("",), [], after=None, limit=100, filters=NoteFilter(**kwargs))  # type: ignore[arg-type]
     return sorted(n.id for n in notes)
 
 
@@ -200,10 +200,10 @@ def test_filters_by_tags_properties_times_and_folder(
     recent = filtered(index, root, modified_after_ns=old + 1)
     assert home not in recent and len(recent) == len(VAULT) - 1
     assert filtered(index, root, modified_before_ns=old + 1) == [home]
-    newest = index.search(WS, root, "", [], after=None, limit=100, filters=NoteFilter())
+    newest = index.search(WS, root, ("",), [], after=None, limit=100, filters=NoteFilter())
     assert newest[-1].id == home  # without words: newest first
     words = index.search(
-        WS, root, "", ["atlas"], after=None, limit=100, filters=NoteFilter(tags_all=("team",))
+        WS, root, ("",), ["atlas"], after=None, limit=100, filters=NoteFilter(tags_all=("team",))
     )
     assert words == []
 
@@ -213,7 +213,7 @@ def test_a_malformed_front_matter_is_reported_for_that_note_only(
 ) -> None:
     (folder / "Broken.md").write_text("---\ntags: [unclosed\n---\n# Broken but here #still\n[[Home]]\n")
     assert outgoing(index, root, "Broken.md") == {"[[Home]]": ("Home.md", True)}
-    broken = index.note_links(WS, root, "", "Broken.md", limit=1)
+    broken = index.note_links(WS, root, ("",), "Broken.md", limit=1)
     assert broken is not None and broken.properties is None
     assert broken.property_error is not None and "not valid YAML at line 3" in broken.property_error
     assert filtered(index, root, tags_all=("still",)) == ["Broken.md"]
@@ -222,18 +222,18 @@ def test_a_malformed_front_matter_is_reported_for_that_note_only(
 def test_recent_changes_created_modified_moved_deleted_newest_first(
     index: NoteIndex, root: WorkspaceRoot, folder: Path
 ) -> None:
-    first = index.recent(WS, root, "", since_ns=0, limit=100)
+    first = index.recent(WS, root, ("",), since_ns=0, limit=100)
     assert {c.kind for c in first} == {"modified"}  # the first build records no creations
     assert len(first) == len(VAULT)
     start = time.time_ns()
     (folder / "New idea.md").write_text("# New idea\n")
-    index.recent(WS, root, "", since_ns=start, limit=10)
+    index.recent(WS, root, ("",), since_ns=start, limit=10)
     (folder / "Home.md").write_text(VAULT["Home.md"] + "\nMore.\n")
-    index.recent(WS, root, "", since_ns=start, limit=10)
+    index.recent(WS, root, ("",), since_ns=start, limit=10)
     os.rename(folder / "Archive" / "Meeting.md", folder / "Archive" / "Meeting 2020.md")
-    index.recent(WS, root, "", since_ns=start, limit=10)
+    index.recent(WS, root, ("",), since_ns=start, limit=10)
     (folder / "日本語" / "メモ.md").unlink()
-    changes = index.recent(WS, root, "", since_ns=start, limit=10)
+    changes = index.recent(WS, root, ("",), since_ns=start, limit=10)
     seen = [(c.kind, c.note_id, c.previous) for c in changes]
     assert sorted(seen) == sorted(
         [
@@ -244,34 +244,34 @@ def test_recent_changes_created_modified_moved_deleted_newest_first(
         ]
     )
     assert [c.at_ns for c in changes] == sorted((c.at_ns for c in changes), reverse=True)
-    assert [c.note_id for c in index.recent(WS, root, "Archive", since_ns=start, limit=10)] == [
+    assert [c.note_id for c in index.recent(WS, root, ("Archive",), since_ns=start, limit=10)] == [
         "Archive/Meeting 2020.md"
     ]
 
 
 def test_search_stems_words_and_falls_back_to_some_of_them(index: NoteIndex, root: WorkspaceRoot) -> None:
-    stemmed = index.search(WS, root, "", ["meetings"], after=None, limit=10)
+    stemmed = index.search(WS, root, ("",), ["meetings"], after=None, limit=10)
     assert {n.id for n in stemmed} >= {"Projects/Atlas/Meeting.md", "Areas/Team/Meeting.md"}
-    assert index.search(WS, root, "", ["caramelize", "zeppelin"], after=None, limit=10) == []
-    some = index.search(WS, root, "", ["caramelize", "zeppelin"], after=None, limit=10, match="any")
+    assert index.search(WS, root, ("",), ["caramelize", "zeppelin"], after=None, limit=10) == []
+    some = index.search(WS, root, ("",), ["caramelize", "zeppelin"], after=None, limit=10, match="any")
     assert [n.id for n in some] == ["Café/Crème brûlée.md"]
-    both = index.search(WS, root, "", ["atlas", "plan"], after=None, limit=10, match="any")
+    both = index.search(WS, root, ("",), ["atlas", "plan"], after=None, limit=10, match="any")
     assert "Projects/Atlas/Plan.md" not in {n.id for n in both}  # it matches all: not a fallback hit
 
 
 def test_completion_and_similar_titles(index: NoteIndex, root: WorkspaceRoot) -> None:
-    assert index.complete(WS, root, "", "Proj", limit=10) == (
+    assert index.complete(WS, root, ("",), "Proj", limit=10) == (
         ["Projects/Atlas.md", "Projects/Atlas/Meeting.md", "Projects/Atlas/Plan.md"],
         False,
     )
-    assert index.complete(WS, root, "", "meet", limit=2) == (
+    assert index.complete(WS, root, ("",), "meet", limit=2) == (
         ["Archive/Meeting.md", "Areas/Team/Meeting.md"],
         True,
     )
-    assert index.complete(WS, root, "", "crème", limit=5) == (["Café/Crème brûlée.md"], False)
-    assert [n.id for n in index.similar(WS, root, "", "atlas  PLAN!")] == ["Projects/Atlas/Plan.md"]
-    assert [n.id for n in index.similar(WS, root, "", "Atlas plann")] == ["Projects/Atlas/Plan.md"]
-    assert index.similar(WS, root, "", "Atlas budget") == []
+    assert index.complete(WS, root, ("",), "crème", limit=5) == (["Café/Crème brûlée.md"], False)
+    assert [n.id for n in index.similar(WS, root, ("",), "atlas  PLAN!")] == ["Projects/Atlas/Plan.md"]
+    assert [n.id for n in index.similar(WS, root, ("",), "Atlas plann")] == ["Projects/Atlas/Plan.md"]
+    assert index.similar(WS, root, ("",), "Atlas budget") == []
 
 
 def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path: Path, folder: Path) -> None:
@@ -289,7 +289,7 @@ def test_a_first_build_of_many_notes_resolves_as_the_pure_resolver_does(tmp_path
             expected = [
                 resolve(link, note_id, lookup).target for link in parse_note(text, note_stem(note_id)).links
             ]
-            found = big.note_links(WS, root, "", note_id, limit=1)
+            found = big.note_links(WS, root, ("",), note_id, limit=1)
             assert found is not None and [link.target for link in found.outgoing] == expected, note_id
     big.close()
 

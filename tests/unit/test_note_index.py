@@ -57,15 +57,17 @@ def index(tmp_path: Path, mode: str) -> Iterator[NoteIndex]:
 
 def search(index: NoteIndex, root: WorkspaceRoot, query: str, subtree: str = "") -> list[str]:
     """The ids found, sorted by id (ranking has its own test)."""
-    return sorted(n.id for n in index.search(WS, root, subtree, search_terms(query), after=None, limit=100))
+    return sorted(
+        n.id for n in index.search(WS, root, (subtree,), search_terms(query), after=None, limit=100)
+    )
 
 
 def titled(index: NoteIndex, root: WorkspaceRoot, query: str) -> list[str]:
-    return [n.id for n in index.titled(WS, root, "", match_words(query))]
+    return [n.id for n in index.titled(WS, root, ("",), match_words(query))]
 
 
 def listed(index: NoteIndex, root: WorkspaceRoot) -> list[str]:
-    return [n.id for n in index.page(WS, root, "", after=None, limit=None)]
+    return [n.id for n in index.page(WS, root, ("",), after=None, limit=None)]
 
 
 def test_first_call_indexes_titles_paths_and_bodies(index: NoteIndex, root: WorkspaceRoot) -> None:
@@ -82,7 +84,7 @@ def test_first_call_indexes_titles_paths_and_bodies(index: NoteIndex, root: Work
 def test_title_matches_rank_above_body_matches(index: NoteIndex, root: WorkspaceRoot, folder: Path) -> None:
     (folder / "z-budget-talk.md").write_text("# Budget review\n")
     (folder / "a-mentions.md").write_text("# Other\n\nThe budget was discussed. budget budget.\n")
-    found = [n.id for n in index.search(WS, root, "", ["budget"], after=None, limit=10)]
+    found = [n.id for n in index.search(WS, root, ("",), ["budget"], after=None, limit=10)]
     assert set(found[:2]) == {"reports/budget.md", "z-budget-talk.md"}
     assert found[-1] == "a-mentions.md"
 
@@ -186,13 +188,13 @@ def test_a_change_nothing_detected_still_never_yields_a_gone_note(
 def test_pages_are_stable_and_complete(index: NoteIndex, root: WorkspaceRoot, folder: Path) -> None:
     for i in range(45):
         (folder / f"alpha-{i:02}.md").write_text(f"# Alpha {i}\n\n" + "alpha " * (i % 7 + 1))
-    everything = [(n.id, n.score) for n in index.search(WS, root, "", ["alpha"], after=None, limit=100)]
+    everything = [(n.id, n.score) for n in index.search(WS, root, ("",), ["alpha"], after=None, limit=100)]
     assert len(everything) == 45
     assert [s for _, s in everything] == sorted(s for _, s in everything)
     pages: list[tuple[str, float]] = []
     after = None
     while True:
-        page = index.search(WS, root, "", ["alpha"], after=after, limit=10)
+        page = index.search(WS, root, ("",), ["alpha"], after=after, limit=10)
         pages += [(n.id, n.score) for n in page]
         if len(page) < 10:
             break
@@ -202,7 +204,7 @@ def test_pages_are_stable_and_complete(index: NoteIndex, root: WorkspaceRoot, fo
     ids: list[str] = []
     cursor = None
     while True:
-        page_ids = [n.id for n in index.page(WS, root, "", after=cursor, limit=7)]
+        page_ids = [n.id for n in index.page(WS, root, ("",), after=cursor, limit=7)]
         if not page_ids:
             break
         ids += page_ids
@@ -377,10 +379,10 @@ def test_an_index_of_schema_2_is_rebuilt_with_names_and_skipped_entries(
     index = NoteIndex(path, watch=mode == "inotify")
     try:
         assert listed(index, root) == ["pets.md", "reports/budget.md", "reports/tps-2019.md", "todo.md"]
-        assert [(n.id, n.aliases) for n in index.titled(WS, root, "", match_words("canine"))] == [
+        assert [(n.id, n.aliases) for n in index.titled(WS, root, ("",), match_words("canine"))] == [
             ("pets.md", ("Canine friend",))
         ]
         assert titled(index, root, "tps-2019") == ["reports/tps-2019.md"]  # by its file name
-        assert index.skipped(WS, "") == [("elsewhere", SKIPPED_SYMLINK)]
+        assert index.skipped(WS, ("",)) == [("elsewhere", SKIPPED_SYMLINK)]
     finally:
         index.close()

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 
 from notewarden.app import default_tools
 from notewarden.config import parse_config
+from notewarden.scope.rights import Right
 from notewarden.services import open_services
 from notewarden.tools.registry import (
     ToolDef,
@@ -116,8 +117,8 @@ def test_the_sdk_gets_a_schema_to_check_mcp_param_headers_against_only_where_a_t
     plain = object_schema({"workspaceUri": {"type": "string"}}, ["workspaceUri"])
     registry = ToolRegistry(
         [
-            ToolDef(declare("routed", "Routed", "d", routed, {"type": "object"}), handler),
-            ToolDef(declare("plain", "Plain", "d", plain, {"type": "object"}), handler),
+            ToolDef(declare("routed", "Routed", "d", routed, {"type": "object"}), handler, Right.READ),
+            ToolDef(declare("plain", "Plain", "d", plain, {"type": "object"}), handler, Right.READ),
         ]
     )
     assert registry.input_schema("routed") == routed

@@ -27,6 +27,9 @@ CHECKPOINTS = [
     "+- Atlas shipped",
     "[13 revert] notes_revert to ",
     "the note is back byte for byte: True",
+    "[14 read-only]",
+    "tools/list shows 9 tools, each needing only read: notes_history, notes_links, notes_list,",
+    "notes_delete anyway → isError=True right_missing: notes_delete needs the right delete",
 ]
 
 

@@ -58,7 +58,7 @@ def test_tools_list_is_deterministic_and_honest(alice: RawMcp) -> None:
     assert delete["annotations"]["destructiveHint"] is True
     assert delete["annotations"]["readOnlyHint"] is False
     assert tools["notes_list"]["annotations"]["readOnlyHint"] is True
-    assert first.result["cacheScope"] == "public" and first.result["ttlMs"] > 0
+    assert first.result["cacheScope"] == "private" and first.result["ttlMs"] > 0  # by the caller's rights
     assert first.result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "notewarden"
 
 

@@ -71,7 +71,6 @@ the portable SQL of `LedgerTxn.execute`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import secrets
@@ -107,6 +106,7 @@ from notewarden.notes.store import (
     TagCount,
     TrashedNote,
     VersionConflict,
+    refuse_unwritable_links,
 )
 from notewarden.notes.trash_journal import (
     committed_line,
@@ -253,9 +253,9 @@ def _note(row: IndexedNote) -> Note:
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
-    if not isinstance(note_id, str) or not scope.contains(note_id):
-        raise PathRejected(f"{note_id!r} is outside {scope.uri}; name a note inside it")
-    return note_id
+    if not isinstance(note_id, str):
+        raise PathRejected(f"{note_id!r} is not a note id; name a note inside {scope.uri}")
+    return scope.check(note_id)
 
 
 class FilesNoteStore:
@@ -284,15 +284,15 @@ class FilesNoteStore:
         self.index.close()
 
     @staticmethod
-    def _key(scope: WorkspaceScope) -> tuple[str, WorkspaceRoot, str]:
-        return str(scope.workspace), scope.root, "/".join(scope.subtree)
+    def _key(scope: WorkspaceScope) -> tuple[str, WorkspaceRoot, tuple[str, ...]]:
+        return str(scope.workspace), scope.root, scope.regions
 
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return [_note(r) for r in self.index.page(*self._key(scope), after=None, limit=None)]
 
     def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
-        workspace, _, subtree = self._key(scope)
-        return [SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, subtree)]
+        workspace, _, regions = self._key(scope)
+        return [SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, regions)]
 
     def list_page(
         self,
@@ -345,14 +345,15 @@ class FilesNoteStore:
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
         """The index's changes, and the notes moved to the trash since (the trash's rows are their
         record: `NoteIndex.note_trashed`); each note once, by its latest change."""
-        workspace, root, subtree = self._key(scope)
+        workspace, root, regions = self._key(scope)
         since = since_ns or 0
-        changes = self.index.recent(workspace, root, subtree, since_ns=since, limit=limit)
-        # the folder's rows only, so that `limit` counts them; by equality of the id's first
+        changes = self.index.recent(workspace, root, regions, since_ns=since, limit=limit)
+        # the folders' rows only, so that `limit` counts them; by equality of the id's first
         # characters, which no collation orders (the trash table is the ledger's, on PostgreSQL too)
-        within, bounds = (
-            (" AND substr(note_id, 1, ?) = ?", (len(subtree) + 1, subtree + "/")) if subtree else ("", ())
-        )
+        within, bounds = "", ()
+        if "" not in regions:
+            within = " AND (" + (" OR ".join(["substr(note_id, 1, ?) = ?"] * len(regions)) or "1 = 0") + ")"
+            bounds = tuple(b for r in regions for b in (len(r) + 1, r + "/"))  # type: ignore[assignment]
         with self.ledger_for(workspace).snapshot() as db:
             trashed = db.execute(
                 f"SELECT note_id, title, deleted_at FROM trash WHERE workspace = ? AND deleted_at >= ?{within} "
@@ -543,19 +544,21 @@ class FilesNoteStore:
 
     def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[_Planned]:
         """Every note of the workspace (not only of the scope's folder: links resolve across the
-        whole workspace) whose links the move changes, with its new bytes."""
-        whole = dataclasses.replace(scope, subtree=())
+        whole workspace) whose links the move changes, with its new bytes; refused when one of them
+        is where the principal may not write (`store.refuse_unwritable_links`)."""
+        server = scope.as_server()  # read to find out; written only where the scope reaches
         workspace = str(scope.workspace)
         planned = []
         with self.index.vault(workspace, scope.root) as vault:
             for note_id in self.index.linking_notes(workspace, moved_from, moved_to):
                 try:
-                    current = self.read_note(whole, note_id)
+                    current = self.read_note(server, note_id)
                 except FsError:
                     continue  # gone since it was indexed
                 found = _relinked(current, moved_from, moved_to, vault)
                 if found is not None:
                     planned.append(found)
+        refuse_unwritable_links(scope.whole_workspace(), [p.note_id for p in planned], moved_from)
         return planned
 
     def _start_move_journal(
@@ -601,7 +604,7 @@ class FilesNoteStore:
         """Swap one note's rewritten content in, its old content saved; on another writer's change,
         plan it again on what that writer left (the journal first says so)."""
         root, workspace = scope.root, str(scope.workspace)
-        whole = dataclasses.replace(scope, subtree=())
+        whole = scope.whole_workspace()
         for attempt in range(MERGE_ATTEMPTS):
             if attempt:
                 current = self.read_note(whole, planned.note_id)

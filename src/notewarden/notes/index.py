@@ -41,6 +41,7 @@ from notewarden.notes.store import (
     PropertyTest,
     SearchMatch,
     TagCount,
+    within_regions,
 )
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
@@ -143,7 +144,7 @@ class NoteIndex(IndexRefresh):
         self,
         workspace: str,
         root: WorkspaceRoot,
-        subtree: str,
+        regions: Sequence[str],
         terms: Sequence[str],
         *,
         after: tuple[float, str] | None,
@@ -156,7 +157,7 @@ class NoteIndex(IndexRefresh):
         `match="any"` some but not all, best first: bm25 with the title weighted 10 and the path 2;
         ties by id. Without terms: the notes passing `filters`, newest first. `after` is the
         (score, id) of the last note of the previous page."""
-        within, bounds = prefix_range("n.id", subtree)
+        within, bounds = within_regions("n.id", regions)
         kept, kept_params = _filter_sql(filters)
         if terms:
             sql = (
@@ -184,7 +185,14 @@ class NoteIndex(IndexRefresh):
         return self._checked(workspace, root, run, progress)
 
     def tags(
-        self, workspace: str, root: WorkspaceRoot, subtree: str, *, prefix: str, after: str | None, limit: int
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        regions: Sequence[str],
+        *,
+        prefix: str,
+        after: str | None,
+        limit: int,
     ) -> list[TagCount]:
         """Tags by folded name, each with how many notes carry it: from the running counts for a
         whole workspace, counted over the folder's notes for a folder."""
@@ -192,14 +200,14 @@ class NoteIndex(IndexRefresh):
         high = tag_key(prefix) + "\U0010ffff"
         with self._lock:
             self.refresh(workspace, root)
-            if not subtree:
+            if "" in regions:
                 rows = self._db.execute(
                     "SELECT name, notes FROM tag_counts WHERE workspace = ? AND tag >= ? AND tag < ? "
                     "ORDER BY tag LIMIT ?",
                     (workspace, low, high, limit),
                 )
             else:
-                within, bounds = prefix_range("note_id", subtree)
+                within, bounds = within_regions("note_id", regions)
                 rows = self._db.execute(
                     "SELECT min(name), count(*) FROM note_tags WHERE workspace = ? AND tag >= ? AND tag < ?"
                     f"{within} GROUP BY tag ORDER BY tag LIMIT ?",
@@ -208,12 +216,12 @@ class NoteIndex(IndexRefresh):
             return [TagCount(name, count) for name, count in rows]
 
     def note_links(
-        self, workspace: str, root: WorkspaceRoot, subtree: str, note_id: str, *, limit: int
+        self, workspace: str, root: WorkspaceRoot, regions: Sequence[str], note_id: str, *, limit: int
     ) -> NoteLinks | None:
         """The note with its tags and front matter, its outgoing links, up to `limit` backlinks from
-        notes below `subtree` (each still on disk) and how many such backlinks there are in all;
+        notes in `regions` (each still on disk) and how many such backlinks there are in all;
         None when it is not a note."""
-        within, bounds = prefix_range("l.note_id", subtree)
+        within, bounds = within_regions("l.note_id", regions)
         with self._lock:
             note = self.row(workspace, root, note_id)
             if note is None:
@@ -301,11 +309,11 @@ class NoteIndex(IndexRefresh):
         return rows[0] if rows else None
 
     def recent(
-        self, workspace: str, root: WorkspaceRoot, subtree: str, *, since_ns: int, limit: int
+        self, workspace: str, root: WorkspaceRoot, regions: Sequence[str], *, since_ns: int, limit: int
     ) -> list[NoteChange]:
         """`index_refresh` Rule 7: the latest change of each note (and each note that went), newest first."""
-        within, bounds = prefix_range("n.id", subtree)
-        gone_within, gone_bounds = prefix_range("note_id", subtree)
+        within, bounds = within_regions("n.id", regions)
+        gone_within, gone_bounds = within_regions("note_id", regions)
 
         changed: dict[str, tuple[Any, int, str | None]] = {}
 
@@ -332,7 +340,9 @@ class NoteIndex(IndexRefresh):
         changes.sort(key=lambda c: (-c.at_ns, c.note_id))
         return changes[:limit]
 
-    def similar(self, workspace: str, root: WorkspaceRoot, subtree: str, title: str) -> list[IndexedNote]:
+    def similar(
+        self, workspace: str, root: WorkspaceRoot, regions: Sequence[str], title: str
+    ) -> list[IndexedNote]:
         """Notes whose title is `title` or nearly: the same words ignoring case and punctuation, or
         a difflib ratio of at least `model.SIMILAR_RATIO` (a typo, a changed digit)."""
         wanted = title_words(title)
@@ -340,10 +350,10 @@ class NoteIndex(IndexRefresh):
         if not words:
             return [
                 n
-                for n in self.titled(workspace, root, subtree, wanted.split())
+                for n in self.titled(workspace, root, regions, wanted.split())
                 if title_words(n.title) == wanted
             ]
-        within, bounds = prefix_range("n.id", subtree)
+        within, bounds = within_regions("n.id", regions)
         sql = (
             f"SELECT {NOTE_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
             f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id LIMIT 500"
@@ -357,11 +367,11 @@ class NoteIndex(IndexRefresh):
         return self._checked(workspace, root, run, None)
 
     def complete(
-        self, workspace: str, root: WorkspaceRoot, subtree: str, prefix: str, *, limit: int
+        self, workspace: str, root: WorkspaceRoot, regions: Sequence[str], prefix: str, *, limit: int
     ) -> tuple[list[str], bool]:
         """Ids starting with `prefix` (by id), then ids whose file name starts with it
         case-insensitively (by name): two index ranges, each cut at `limit`."""
-        within, bounds = prefix_range("id", subtree)
+        within, bounds = within_regions("id", regions)
         key = fold(prefix)
         with self._lock:
             self.refresh(workspace, root)
@@ -381,7 +391,7 @@ class NoteIndex(IndexRefresh):
         self,
         workspace: str,
         root: WorkspaceRoot,
-        subtree: str,
+        regions: Sequence[str],
         words: Sequence[str],
         *,
         progress: ProgressSink | None = None,
@@ -392,7 +402,7 @@ class NoteIndex(IndexRefresh):
         Words of three characters or more go through the trigram index (a word in any name narrows
         the rows; the rule then decides); when a query has none, the workspace's rows are scanned
         (the one case that costs O(notes))."""
-        within, bounds = prefix_range("n.id", subtree)
+        within, bounds = within_regions("n.id", regions)
         long = [w for w in words if len(w) >= 3]
         aliases = (
             "(SELECT json_group_array(a.alias) FROM note_aliases a WHERE a.workspace = n.workspace "
@@ -422,14 +432,14 @@ class NoteIndex(IndexRefresh):
         self,
         workspace: str,
         root: WorkspaceRoot,
-        subtree: str,
+        regions: Sequence[str],
         *,
         after: str | None,
         limit: int | None,
         progress: ProgressSink | None = None,
     ) -> list[IndexedNote]:
         """Notes in id order after `after` (keyset pagination: stable while notes come and go)."""
-        within, bounds = prefix_range("n.id", subtree)
+        within, bounds = within_regions("n.id", regions)
         sql = f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id > ?{within} ORDER BY n.id"
         params: list[Any] = [workspace, after or "", *bounds]
         if limit is not None:
@@ -441,13 +451,18 @@ class NoteIndex(IndexRefresh):
 
         return self._checked(workspace, root, run, progress)
 
-    def skipped(self, workspace: str, subtree: str) -> list[tuple[str, str]]:
-        """(path, reason) of every entry the listings left out on purpose below `subtree`, or that
-        is `subtree` or one of its parents (a folder named through a symlink lists nothing, and says
-        why), by path, as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
-        within, bounds = prefix_range("path", subtree)
-        parts = subtree.split("/") if subtree else []
-        above = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    def skipped(self, workspace: str, regions: Sequence[str]) -> list[tuple[str, str]]:
+        """(path, reason) of every entry the listings left out on purpose in `regions`, or that is a
+        region or one of its parents (a folder named through a symlink lists nothing, and says why),
+        by path, as of the last refresh (a query just made, e.g. `page`, refreshed it)."""
+        within, bounds = within_regions("path", regions)
+        above = sorted(
+            {
+                "/".join(parts[: i + 1])
+                for parts in (r.split("/") for r in regions if r)
+                for i in range(len(parts))
+            }
+        )
         either = f"path IN ({', '.join('?' * len(above))}) OR (1{within})" if above else "1"
         with self._lock:
             return [

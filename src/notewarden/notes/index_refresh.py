@@ -102,7 +102,7 @@ import inotify_simple
 from notewarden.notes.links import MappedVault, context_line, id_keyed, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import note_stem
-from notewarden.notes.store import ProgressSink
+from notewarden.notes.store import ProgressSink, within_regions
 from notewarden.schema import apply_migrations
 from notewarden.scope.fs_errors import FsError, PathRejected
 from notewarden.scope.fsroot import DirListing, DirStamp, FileIdentity, WorkspaceRoot
@@ -306,9 +306,7 @@ def _parent(path: str) -> str:
 
 def prefix_range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:
     """SQL restricting `column` to paths below directory `prefix` ("" is everything)."""
-    if not prefix:
-        return "", ()
-    return f" AND {column} >= ? AND {column} < ?", (prefix + "/", prefix + "0")  # '0' follows '/'
+    return within_regions(column, (prefix,))
 
 
 class IndexLookup:

@@ -103,11 +103,14 @@ from notewarden.notes.store import (
     TagCount,
     TrashedNote,
     VersionConflict,
+    refuse_unwritable_links,
+    within_regions,
 )
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
+from notewarden.scope.rights import RightMissing
 from notewarden.scope.uri import FileUri
 
 __all__ = ["SQL_STORE_SCHEMA", "SqlNoteStore", "derived_values"]
@@ -565,7 +568,7 @@ def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[A
     if filters.modified_before_ns is not None:
         clauses.append("n.modified_ns < ?")
         params.append(filters.modified_before_ns)
-    within, bounds = _within(filters.folder.strip("/"))
+    within, bounds = _within((filters.folder.strip("/"),))
     return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
 
 
@@ -610,11 +613,9 @@ def _identity(row_id: int, version: int, modified_ns: int, size: int) -> NoteIde
 
 
 def _inside(scope: WorkspaceScope, note_id: str) -> str:
-    """A valid note id inside the scope, or `PathRejected` saying why not."""
+    """A valid note id in the scope's reach, or `PathRejected` / `RightMissing` saying why not."""
     split_relative(note_id)
-    if not scope.contains(note_id):
-        raise PathRejected(f"{note_id!r} is outside {scope.uri}; name a note inside it")
-    return note_id
+    return scope.check(note_id)
 
 
 def _text(data: bytes) -> str:
@@ -627,11 +628,9 @@ def _text(data: bytes) -> str:
     return text
 
 
-def _within(subtree: str, column: str = "n.path") -> tuple[str, tuple[str, ...]]:
-    """SQL restricting `column` (a note id) to the folder `subtree` ("" is the whole workspace)."""
-    if not subtree:
-        return "", ()
-    return f" AND {column} >= ? AND {column} < ?", (subtree + "/", subtree + "0")  # '0' follows '/'
+def _within(regions: Sequence[str], column: str = "n.path") -> tuple[str, tuple[str, ...]]:
+    """SQL restricting `column` (a note id) to the folders `regions` (`store.within_regions`)."""
+    return within_regions(column, regions)
 
 
 def _json(value: object) -> dict[str, Any] | None:
@@ -663,7 +662,7 @@ class _Anchors:
 
     def __init__(self, store: SqlNoteStore, db: SqlSession, scope: WorkspaceScope) -> None:
         self._store, self._db = store, db
-        self._scope = dataclasses.replace(scope, subtree=())
+        self._scope = scope.whole_workspace()
         self._seen: dict[str, Any] = {}
 
     def found(self, target: str, anchor: str, style: str) -> bool | None:
@@ -671,7 +670,7 @@ class _Anchors:
             try:
                 body = self._store._read(self._db, self._scope, target).data.decode()
                 self._seen[target] = parse_note(body, note_stem(target))
-            except FsError:
+            except (FsError, RightMissing):  # gone, or where the principal may not read
                 self._seen[target] = None
         facts = self._seen[target]
         if facts is None:
@@ -862,7 +861,7 @@ class SqlNoteStore:
         limit: int | None,
         progress: ProgressSink | None = None,
     ) -> list[Note]:
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             statement = sql["page"].format(within=within)
@@ -878,7 +877,7 @@ class SqlNoteStore:
     ) -> list[Note]:
         """Notes one of whose title keys (title, file stem, aliases) contains every word
         (`notes.derived` Rules 2 and 3), by id."""
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
         folded = [w.casefold() for w in words]
         long, short = title_patterns(folded)
 
@@ -931,7 +930,7 @@ class SqlNoteStore:
         PostgreSQL: `ts_rank` with the same weights), negated so that lower is better; ties by id.
         Without terms: the notes passing `filters`, newest first."""
         workspace = str(scope.workspace)
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
         kept, kept_params = _filter_sql(filters, workspace)
         start = after if after is not None else (float("-inf"), "")
 
@@ -967,7 +966,7 @@ class SqlNoteStore:
         """By folded tag: the running counts for a whole workspace, counted over a folder's notes."""
         low = max(tag_key(prefix), after + "\x01" if after is not None else "")  # text holds no NUL
         high = tag_key(prefix) + "\U0010ffff"
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if not within:
@@ -982,7 +981,7 @@ class SqlNoteStore:
         workspace = str(scope.workspace)
         _inside(scope, note_id)
         self._current_links(workspace)
-        within, bounds = _within("/".join(scope.subtree), "l.source")
+        within, bounds = _within(scope.regions, "l.source")
         with self._ledger.snapshot() as db:
             sql = _STATEMENTS[db.dialect]
             rows = db.execute(sql["note_facts"], (workspace, note_id))
@@ -1026,7 +1025,7 @@ class SqlNoteStore:
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
         """The latest change of each note (the version trigger keeps it), and the notes that went."""
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
         workspace, since = str(scope.workspace), since_ns or 0
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1052,7 +1051,7 @@ class SqlNoteStore:
         words = [w for w in wanted.split() if len(w) >= 3]
         if not words:
             return [n for n in self.find_titled(scope, wanted.split()) if title_words(n.title) == wanted]
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if db.dialect == "sqlite":
@@ -1077,7 +1076,7 @@ class SqlNoteStore:
 
     def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
         """Ids starting with `prefix`, then ids whose file name does (folded): two index ranges."""
-        within, bounds = _within("/".join(scope.subtree))
+        within, bounds = _within(scope.regions)
         key = fold(prefix)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1241,7 +1240,7 @@ class SqlNoteStore:
     ) -> Moved:
         """Rule 5: one transaction rewrites the linking notes and moves the note."""
         workspace = str(scope.workspace)
-        whole = dataclasses.replace(scope, subtree=())
+        whole = scope.whole_workspace()  # written only where the principal may write
         _inside(scope, note_id), _inside(scope, new_id)
         if relink is not None:
             self._current_links(workspace, progress)
@@ -1253,16 +1252,18 @@ class SqlNoteStore:
                 relinked = []
                 for linking_id in linking:
                     after_id = new_id if linking_id == note_id else linking_id
-                    text = self._read(db, whole, linking_id).data.decode()
+                    text = self._read(db, scope.as_server(), linking_id).data.decode()
                     _, found = links.relink(text, linking_id, after_id, note_id, new_id, vault)
                     if found:
                         relinked.append(Relinked(linking_id, tuple(found)))
+                refuse_unwritable_links(whole, [r.note_id for r in relinked], note_id)
                 return Moved(current.note, _moved_ids(relinked, note_id, new_id))
         with self._ledger.critical_section() as txn:
             txn.lock_workspace(workspace)
             current = self._before_move(txn, scope, note_id, new_id)
             vault = _SqlLookup(txn, workspace)
             linking = self._linking_notes(txn, workspace, current.note, new_id) if relink else []
+            self._refuse_unwritable(txn, whole, vault, linking, note_id, new_id)
             relinked = []
             for done, linking_id in enumerate(linking, 1):
                 rewrite = _Relinking(vault, linking_id, note_id, new_id)
@@ -1285,6 +1286,25 @@ class SqlNoteStore:
             if own is not None and own.found:
                 relinked.append(Relinked(note_id, tuple(own.found), moved.saved))
             return Moved(moved.after.note, _moved_ids(relinked, note_id, new_id))
+
+    def _refuse_unwritable(
+        self,
+        db: SqlSession,
+        whole: WorkspaceScope,
+        vault: _SqlLookup,
+        linking: Sequence[str],
+        note_id: str,
+        new_id: str,
+    ) -> None:
+        """`store.refuse_unwritable_links` for the linking notes out of the scope's reach whose links
+        the move would in fact rewrite (read to find out; none in the common case)."""
+        rewritten = []
+        for linking_id in linking:
+            if linking_id != note_id and not whole.contains(linking_id):
+                text = self._read(db, whole.as_server(), linking_id).data.decode()
+                if links.relink(text, linking_id, linking_id, note_id, new_id, vault)[1]:
+                    rewritten.append(linking_id)
+        refuse_unwritable_links(whole, rewritten, note_id)
 
     def _before_move(self, db: SqlSession, scope: WorkspaceScope, note_id: str, new_id: str) -> NoteContent:
         current = self._read(db, scope, note_id)

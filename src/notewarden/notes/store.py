@@ -10,7 +10,9 @@ the claim, and a store that cannot (files) registers an undo step to run on roll
 Every trash mutation (move to trash, restore, purge) runs inside that transaction; writes
 that never touch the trash (create, rewrite, move) open their own. A note's version is
 `model.content_version` of its bytes in every store, so clients see one meaning.
-Note ids outside `scope.subtree` are refused with `fs_errors.PathRejected`.
+A store never decides which notes a scope reaches: one note's id goes through `scope.check`
+(`fs_errors.PathRejected` outside the scope's folder, `rights.RightMissing` where its right does
+not hold), and every query over many notes is confined to `scope.regions` (`within_regions`).
 
 Every write that replaces content goes through `rewrite_note`, which keeps the replaced content
 in the note's history (`notes.history`) and resolves a concurrent writer by calling the rewrite
@@ -32,6 +34,7 @@ from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, NoteIdentity, content_version
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right, RightMissing
 from notewarden.scope.uri import FileUri
 
 __all__ = [
@@ -53,7 +56,9 @@ __all__ = [
     "TagCount",
     "TrashedNote",
     "VersionConflict",
+    "refuse_unwritable_links",
     "replace_with",
+    "within_regions",
 ]
 
 MERGE_ATTEMPTS = 3
@@ -232,6 +237,47 @@ def replace_with(data: bytes, expected_version: str | None) -> Rewrite:
         return data
 
     return rewrite
+
+
+def refuse_unwritable_links(whole: WorkspaceScope, rewritten: Sequence[str], moved_from: str) -> None:
+    """A move rewrites links only where its principal may write (`rights` Rule 4): when a note whose
+    links it would rewrite is out of `whole`'s reach (the write right over the whole workspace),
+    the move is refused before anything changes, naming the notes the principal may read and
+    counting the others."""
+    blocked = [n for n in rewritten if not whole.contains(n)]
+    if not blocked:
+        return
+    named = [n for n in blocked if whole.may(Right.READ, n)]
+    shown = ", ".join(named[:10]) + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+    hidden = len(blocked) - len(named)
+    where = (
+        (shown + (f"; and {hidden} note(s) you may not read" if hidden else ""))
+        if named
+        else (f"{hidden} note(s) you may not read")
+    )
+    raise RightMissing(
+        f"nothing was moved: moving {moved_from} would rewrite the links to it in {len(blocked)} note(s) "
+        f"where {whole.principal} may not write: {where}. Move it with updateLinks: false to leave "
+        "those links as they are (they will no longer open it), or ask the server's operator for write there.",
+        right=Right.WRITE,
+        where=str(whole.workspace),
+    )
+
+
+def within_regions(column: str, regions: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """SQL (an `AND …` clause and its parameters) restricting `column`, a note id, to the folders
+    `regions` (`WorkspaceScope.regions`; "" is the whole workspace, no folder is none)."""
+    if isinstance(regions, str):
+        raise TypeError("regions is a sequence of folders, not one string")
+    if "" in regions:
+        return "", ()
+    if not regions:
+        return " AND 1 = 0", ()
+    ranges = [f"({column} >= ? AND {column} < ?)" for _ in regions]
+    bounds = tuple(b for folder in regions for b in (folder + "/", folder + "0"))  # '0' follows '/'
+    if len(ranges) == 1:
+        return f" AND {ranges[0][1:-1]}", bounds
+    return f" AND ({' OR '.join(ranges)})", bounds
 
 
 class NoteStore(Protocol):

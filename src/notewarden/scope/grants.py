@@ -1,13 +1,15 @@
-"""Authorization: may this authenticated principal touch this workspace?
+"""Authorization: may this authenticated principal do this, here?
 
 Rule 1: the principal comes from the transport's authentication (a verified bearer
 credential over HTTP, the configured `[stdio] principal` over stdio), never from tool
 arguments, `clientInfo` or anything else a client writes.
 Rule 2: a workspace URI never authorizes itself. It is parsed strictly (`uri`), then
-matched by path components against the principal's grants from configuration.
+matched by path components against the principal's grants from configuration, for the one right
+the call needs (`rights`): the scope it yields reaches only the notes where that right holds.
 Rule 3: authorization is re-evaluated on every round of every call against the live
-configuration (the file is re-read when it changes, see `Grants`), so a revocation between
-the two rounds of a confirmation wins.
+configuration (the file is re-read when it changes, see `Grants`), and again inside the commit of
+a confirmed change, so a revocation or a right lowered between the two rounds of a confirmation
+wins.
 Rule 4: errors name what the caller sent and what *this* principal is granted, never
 what any other principal may use.
 
@@ -24,6 +26,7 @@ way, but no directory is opened and the scope has none (`DATABASE_WORKSPACE_IDEN
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
@@ -36,8 +39,18 @@ from typing import Generic, Protocol, Self, TypeVar
 import anyio.to_thread
 import inotify_simple
 
-from notewarden.scope.fs_errors import EscapeBlocked, FsError, NotARegularFile, NoteMissing
+from notewarden.scope.fs_errors import EscapeBlocked, FsError, NotARegularFile, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
+from notewarden.scope.rights import (
+    ALL_RIGHTS,
+    Caller,
+    FolderRights,
+    Right,
+    RightMissing,
+    describe_rights,
+    reach_of,
+    rights_at,
+)
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 
 __all__ = [
@@ -73,7 +86,9 @@ class WorkspaceFolderError(Exception):
 
 class GrantedPrincipal(Protocol):
     @property
-    def workspaces(self) -> tuple[FileUri, ...]: ...
+    def grants(self) -> Mapping[FileUri, tuple[FolderRights, ...]]:
+        """Per workspace, the folders granted and their rights (`rights` Rule 2)."""
+        ...
 
 
 class NoteStorage(Protocol):
@@ -114,12 +129,22 @@ each note carries its own identity (row id and version), checked inside the stor
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceScope:
-    """A principal's authorized view of one workspace, holding its directory handle."""
+    """A principal's authorized view of one workspace for one right, holding its directory handle.
+
+    Its reach (`rights` Rule 4) is the notes below `subtree` where `right` holds: `contains` and
+    `check` answer for one note, `regions` gives the folders a store's queries are confined to."""
 
     principal: str
     workspace: FileUri
     subtree: tuple[str, ...]
     directory: WorkspaceRoot | None
+    right: Right = Right.READ
+    reach: tuple[tuple[str, ...], ...] | None = None
+    """The folders inside `subtree` where `right` holds; None: all of `subtree` (a scope a test or a
+    store builds itself, never one `Grants` hands out)."""
+    held: tuple[FolderRights, ...] = ()
+    """The principal's grants in this workspace, narrowed by the request's credential: what a refusal
+    names, and what `whole_workspace` reaches."""
 
     @property
     def root(self) -> WorkspaceRoot:
@@ -140,16 +165,64 @@ class WorkspaceScope:
             raise AuthorizationError(f"{self.workspace} is not the workspace that was confirmed")
 
     def contains(self, note_id: str) -> bool:
-        """Whether a note id (a POSIX path relative to the workspace root) is inside the subtree."""
-        if not self.subtree:
+        """Whether a note id (a POSIX path relative to the workspace root) is in reach: inside the
+        subtree, where the scope's right holds."""
+        if not _below(self.subtree, note_id):
+            return False
+        if self.reach is None or self.reach == (self.subtree,):
             return True
-        return tuple(note_id.split("/")[: len(self.subtree)]) == self.subtree and note_id.count("/") >= len(
-            self.subtree
+        return any(_below(folder, note_id) for folder in self.reach)
+
+    def check(self, note_id: str) -> str:
+        """`note_id` when in reach; else `PathRejected` (outside the subtree) or `RightMissing`
+        (inside it, where the right does not hold), each saying what is allowed."""
+        if not _below(self.subtree, note_id):
+            raise PathRejected(f"{note_id!r} is outside {self.uri}; name a note inside it")
+        if not self.contains(note_id):
+            raise self.missing_at(note_id)
+        return note_id
+
+    def missing_at(self, note_id: str) -> RightMissing:
+        here = rights_at(self.held, tuple(note_id.split("/")))
+        elsewhere = reach_of(self.held, (), self.right)
+        granted = ", ".join(str(self.workspace.joinpath(f)) for f in elsewhere) or "nowhere"
+        return RightMissing(
+            f"{self.right} is not granted to {self.principal} at {note_id} in {self.workspace} "
+            f"({self.principal} holds {describe_rights(here)} there; {self.right} in: {granted})",
+            right=self.right,
+            where=str(self.workspace.joinpath(tuple(note_id.split("/")))),
         )
+
+    def may(self, right: Right, note_id: str) -> bool:
+        """Whether the principal holds `right` at the note (whatever this scope's own right)."""
+        return self.reach is None or right in rights_at(self.held, tuple(note_id.split("/")))
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        """The folders (relative ids, "" for the whole workspace) a query of this scope is confined to."""
+        return tuple("/".join(f) for f in ((self.subtree,) if self.reach is None else self.reach))
+
+    def whole_workspace(self) -> WorkspaceScope:
+        """The same principal and right over the whole workspace (links resolve across it): a move's
+        linking notes, a link's target. Reaches only where the right holds."""
+        reach = None if self.reach is None else reach_of(self.held, (), self.right)
+        return dataclasses.replace(self, subtree=(), reach=reach)
+
+    def as_server(self) -> WorkspaceScope:
+        """The whole workspace as the server itself reads it, for a note its configuration names (a
+        daily-note template): never for a path a caller gives."""
+        return dataclasses.replace(self, subtree=(), reach=None, right=Right.READ)
 
     @property
     def uri(self) -> FileUri:
         return self.workspace.joinpath(self.subtree)
+
+
+def _below(folder: tuple[str, ...], note_id: str) -> bool:
+    """Whether `note_id` names something strictly inside `folder` (() is the workspace root)."""
+    if not folder:
+        return True
+    return tuple(note_id.split("/")[: len(folder)]) == folder and note_id.count("/") >= len(folder)
 
 
 class Grants(Generic[C]):
@@ -168,8 +241,16 @@ class Grants(Generic[C]):
     the configuration is fixed (start-up checks): the file is neither watched nor read.
     """
 
-    def __init__(self, config: C, *, reload: Callable[[Path], C] | None = None) -> None:
+    def __init__(
+        self,
+        config: C,
+        *,
+        reload: Callable[[Path], C] | None = None,
+        cap: frozenset[Right] = ALL_RIGHTS,
+    ) -> None:
+        """`cap`: the most any request of this process may do (`serve --rights`), whatever the grants."""
         self._config = config
+        self.cap = cap
         self._reload = reload
         self._source = config.source if reload is not None else None
         self._stamp = _stamp(self._source)
@@ -239,36 +320,84 @@ class Grants(Generic[C]):
                 self.directory(workspace)
         return fresh
 
-    def authorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
-        """Parse, authorize and contain `workspace_uri` for `principal`, or raise saying why not.
-        Uses the configuration `refresh` last loaded: no file is read here."""
+    def authorize_workspace(self, caller: Caller, workspace_uri: object) -> WorkspaceScope:
+        """Parse, authorize and contain `workspace_uri` for the caller's principal and right, or raise
+        saying why not. Uses the configuration `refresh` last loaded: no file is read here.
+
+        `AuthorizationError`: no grant of the principal touches the URI (covers it, or lies inside
+        it). `RightMissing`: grants touch it, but none gives the call's right there or below."""
         try:
             uri = parse_file_uri(workspace_uri)
         except UriError as exc:
             raise ScopeError(f"workspaceUri is not acceptable: {exc}") from None
         if self.problem is not None:
             raise ConfigUnavailable(self.problem)
-        grant = self._config.principals.get(principal)
-        granted = grant.workspaces if grant is not None else ()
-        for workspace in granted:
+        grants = self._grants(caller)
+        for workspace, held in grants.items():
             below = uri.relative_to(workspace)
-            if below is not None:
-                return WorkspaceScope(principal, workspace, below, self.directory(workspace))
-        listing = ", ".join(str(w) for w in granted) if granted else "none"
+            if below is None or not any(
+                g.covers(below) or g.folder[: len(below)] == below for g in held if g.rights
+            ):
+                continue
+            reach = reach_of(held, below, caller.right)
+            if not reach:
+                raise self._missing(caller, uri, workspace, held)
+            return WorkspaceScope(
+                caller.principal, workspace, below, self.directory(workspace), caller.right, reach, held
+            )
         raise AuthorizationError(
-            f"workspace {uri} is not granted to principal {principal}; granted: {listing}"
+            f"workspace {uri} is not granted to principal {caller.principal}; granted: "
+            + _listing(grants, caller.principal)
         )
 
-    def reauthorize_workspace(self, principal: str, workspace_uri: object) -> WorkspaceScope:
+    def reauthorize_workspace(self, caller: Caller, workspace_uri: object) -> WorkspaceScope:
         """`authorize_workspace` after re-reading a changed file: for a commit in a worker thread,
         which may come long after its request started (a 2025-11-25 session's live question). A read
         another thread has under way is not waited for: a commit holds the ledger's lock."""
         self.reload_if_changed(wait=False)
-        return self.authorize_workspace(principal, workspace_uri)
+        return self.authorize_workspace(caller, workspace_uri)
 
-    def granted_workspaces(self, principal: str) -> tuple[FileUri, ...]:
-        grant = self._config.principals.get(principal)
-        return grant.workspaces if grant is not None else ()
+    def granted_workspaces(self, caller: Caller) -> tuple[FileUri, ...]:
+        """The workspaces where the caller's right holds somewhere, in configuration order."""
+        return tuple(w for w, held in self._grants(caller).items() if reach_of(held, (), caller.right))
+
+    def rights_held(self, principal: str, credential_rights: frozenset[Right] | None) -> frozenset[Right]:
+        """Every right the principal holds somewhere, as narrowed by the credential and the process:
+        what decides which tools it is shown."""
+        caller = Caller(principal, credential_rights=credential_rights)
+        return frozenset(r for held in self._grants(caller).values() for g in held for r in g.rights)
+
+    def _grants(self, caller: Caller) -> dict[FileUri, tuple[FolderRights, ...]]:
+        """The principal's grants per workspace, each narrowed to the credential's rights and the
+        process's (`rights` Rule 3)."""
+        principal = self._config.principals.get(caller.principal)
+        if principal is None:
+            return {}
+        narrow = self.cap if caller.credential_rights is None else self.cap & caller.credential_rights
+        return {
+            workspace: tuple(FolderRights(g.folder, g.rights & narrow) for g in held)
+            for workspace, held in principal.grants.items()
+        }
+
+    def _missing(
+        self, caller: Caller, uri: FileUri, workspace: FileUri, held: tuple[FolderRights, ...]
+    ) -> RightMissing:
+        right, who = caller.right, caller.principal
+        here = rights_at(held, uri.relative_to(workspace) or ())
+        elsewhere = [str(workspace.joinpath(f)) for f in reach_of(held, (), right)]
+        message = f"{right} is not granted to {who} in {uri} ({who} holds {describe_rights(here)} there"
+        message += f"; {right} in: {', '.join(elsewhere)})." if elsewhere else ")."
+        unnarrowed = self._grants(Caller(who, right))  # the grant alone, without the credential's limit
+        if self.cap != ALL_RIGHTS and right not in self.cap:
+            message += f" This server was started with only {describe_rights(self.cap)} (serve --rights)."
+        elif caller.credential_rights is not None and reach_of(unnarrowed.get(workspace, ()), (), right):
+            message += (
+                f" Your credential carries only {describe_rights(caller.credential_rights)}: use one "
+                f"with {right} (an OAuth token with the scope for it, or a token made with --rights)."
+            )
+        else:
+            message += " Rights are granted by the server's operator ([[principal]] in its configuration)."
+        return RightMissing(message, right=right, where=str(uri))
 
     def open_all(self) -> None:
         """Open every configured workspace now, so a missing folder fails at start-up: a
@@ -379,6 +508,17 @@ BROKEN_CONFIG = (
     "the server's configuration file no longer parses after an edit; every request is refused until "
     "the operator fixes it"
 )
+
+
+def _listing(grants: Mapping[FileUri, tuple[FolderRights, ...]], principal: str) -> str:
+    """The caller's own grants, for a refusal (Rule 4): `file:///a (read, write), …`, or none."""
+    shown = [
+        f"{workspace.joinpath(g.folder)} ({describe_rights(g.rights)})"
+        for workspace, held in grants.items()
+        for g in held
+        if g.rights
+    ]
+    return ", ".join(shown) or "none"
 
 
 def _stamp(source: Path | None) -> tuple[int, ...] | None:

@@ -1,10 +1,13 @@
-"""Rate limits per principal on destructive tools.
+"""Rate limits per principal, by the right a tool needs.
 
-Rule 1: a tool is destructive unless it is marked read-only or says `destructiveHint: false`
-(the MCP default), so a new tool is limited unless it declares otherwise.
-Rule 2: each principal may make `[limits] destructive_per_minute` calls of destructive tools per
-rolling minute (a token bucket of that size, refilled continuously). Both rounds of a confirmed
-delete count. A call over the limit runs nothing and is a tool error `rate_limited` whose
+Rule 1: every tool that changes something is limited by its right (`[limits]`): writes
+(`write_per_minute`, 120), moves to the trash (`delete_per_minute`, 30), the permanent
+operations (`purge_per_minute`, 10) and publishing (`publish_per_minute`, 30). Editing is not
+deleting: an assistant tidying forty notes is not throttled like one emptying trashes. Reading
+is not limited.
+Rule 2: each principal may make that many calls per rolling minute (a token bucket of that size,
+refilled continuously), one bucket per right. Both rounds of a confirmed call count. A call over
+the limit runs nothing and is a tool error `rate_limited` whose
 `structuredContent.error.retryAfterSeconds` says when one call will be allowed again.
 Rule 3: the buckets live in this process: N processes behind one address allow N times the rate.
 """
@@ -18,14 +21,10 @@ from collections.abc import Callable, Iterable
 
 import mcp_types as types
 
+from notewarden.scope.rights import Right
 from notewarden.tools.registry import ToolCall, ToolDef, ToolResult
 
-__all__ = ["RateLimiter", "is_destructive", "limit_destructive"]
-
-
-def is_destructive(tool: types.Tool) -> bool:
-    hints = tool.annotations
-    return not (hints is not None and (hints.read_only_hint or hints.destructive_hint is False))
+__all__ = ["RateLimiter", "limit_by_right"]
 
 
 class RateLimiter:
@@ -51,11 +50,11 @@ class RateLimiter:
             return (1.0 - tokens) / self.rate
 
 
-def rate_limited(tool: str, retry_after: float) -> types.CallToolResult:
+def rate_limited(tool: str, right: Right, per_minute: int, retry_after: float) -> types.CallToolResult:
     seconds = max(1, math.ceil(retry_after))
     message = (
-        f"{tool} was not run: too many destructive calls from you in the last minute. "
-        f"Retry after {seconds} s."
+        f"{tool} was not run: you made more than {per_minute} calls needing the right {right} in the "
+        f"last minute (the server's [limits] {right}_per_minute). Retry after {seconds} s."
     )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)],
@@ -66,18 +65,29 @@ def rate_limited(tool: str, retry_after: float) -> types.CallToolResult:
     )
 
 
-def limit_destructive(tools: Iterable[ToolDef], limiter: RateLimiter) -> list[ToolDef]:
-    """The same tools, destructive ones wrapped so every call first takes a token (Rule 2)."""
+def limit_by_right(
+    tools: Iterable[ToolDef],
+    per_minute: Callable[[Right], int | None],
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[ToolDef]:
+    """The same tools, each whose right is limited (`per_minute(right)`, `config.LimitSettings`)
+    wrapped so that every call first takes a token of that right's bucket (Rule 2)."""
+    limiters: dict[Right, RateLimiter] = {}
+    for right in Right:
+        limit = per_minute(right)
+        if limit is not None:
+            limiters[right] = RateLimiter(limit, clock=clock)
 
-    def wrap(tool: ToolDef) -> ToolDef:
+    def wrap(tool: ToolDef, limiter: RateLimiter) -> ToolDef:
         handler = tool.handler
 
         async def limited(call: ToolCall) -> ToolResult:
             wait = limiter.acquire(call.principal)
             if wait > 0:
-                return rate_limited(call.name, wait)
+                return rate_limited(call.name, tool.right, int(limiter.capacity), wait)
             return await handler(call)
 
-        return ToolDef(tool=tool.tool, handler=limited)
+        return ToolDef(tool=tool.tool, handler=limited, right=tool.right)
 
-    return [wrap(t) if is_destructive(t.tool) else t for t in tools]
+    return [wrap(t, limiters[t.right]) if t.right in limiters else t for t in tools]

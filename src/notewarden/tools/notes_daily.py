@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 
 import anyio.to_thread
@@ -21,6 +20,7 @@ from notewarden.notes.model import note_stem
 from notewarden.notes.store import NoteContent
 from notewarden.scope.fs_errors import FsError, NoteExists, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, declare
@@ -48,7 +48,7 @@ class DailyTool:
         self.services = services
 
     async def __call__(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         settings = self.services.grants.config.daily_notes.get(scope.workspace, DailyNotes())
         day = _day(call.arguments.get("date"))
         content, created = await anyio.to_thread.run_sync(self._open_or_create, scope, settings, day)
@@ -74,9 +74,10 @@ class DailyTool:
         title = note_stem(note_id)
         text = f"# {title}\n"
         if settings.template is not None:
-            whole = dataclasses.replace(scope, subtree=())
-            try:
-                template = decode_text(store.read_note(whole, settings.template).data, settings.template)
+            try:  # the server's own read of a note its configuration names
+                template = decode_text(
+                    store.read_note(scope.as_server(), settings.template).data, settings.template
+                )
             except (FsError, ToolFailure) as exc:
                 raise ToolFailure(
                     "template_unusable",
@@ -130,4 +131,5 @@ def notes_daily(services: Services) -> ToolDef:
             idempotent_hint=True,
         ),
         handler=DailyTool(services),
+        right=Right.WRITE,
     )

@@ -40,6 +40,7 @@ from notewarden.notes.model import Note, NoteIdentity, match_words, matched_name
 from notewarden.notes.store import TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import MissingCapability, ToolCall, ToolDef, ToolFailure, ToolResult
 from notewarden.tools.results import confirm_in_workspace, reauthorize_sealed, sealed_workspace
@@ -126,7 +127,7 @@ class DeleteTool:
                 "invalid_arguments",
                 "give exactly one of title (words of the note title) and noteIds (note ids)",
             )
-        scope = self.services.grants.authorize_workspace(call.principal, uri)  # 1 authorize, 2 contain
+        scope = self.services.grants.authorize_workspace(call.caller, uri)  # 1 authorize, 2 contain
         self.services.trash_ledger(scope.workspace)  # a trash this server may not change: say so now
         note_ids = call.arguments.get("noteIds")
         workspace = str(call.arguments["workspaceUri"])
@@ -166,7 +167,7 @@ class DeleteTool:
     def trash(self, call: ToolCall, confirmed: Confirmed, workspace: str) -> Done:
         """Re-authorize, re-contain, re-verify each chosen note, move it to the trash, all in the
         claim's transaction: every chosen note goes, or (raising) none."""
-        scope = reauthorize_sealed(self.services.grants, call.principal, workspace, confirmed.state)
+        scope = reauthorize_sealed(self.services.grants, call.caller, workspace, confirmed.state)
         deleted: list[TrashedNote] = []
         for candidate in confirmed.chosen:
             try:
@@ -310,4 +311,5 @@ def notes_delete(services: Services) -> ToolDef:
             ),
         ),
         handler=DeleteTool(services),
+        right=Right.DELETE,
     )

@@ -37,6 +37,7 @@ from notewarden.notes.model import compose_note, content_version
 from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
 from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_knowledge import similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
@@ -202,7 +203,7 @@ class EditTools:
         self.services = services
 
     async def create(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         path = require_note_path(call.arguments["path"], "path")
         text = compose_note(call.arguments["title"], call.arguments["body"])
         if text is None:
@@ -223,7 +224,7 @@ class EditTools:
         return complete(structured)
 
     async def update(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id, expected = call.arguments["noteId"], call.arguments["expectedVersion"]
         change = Change(call.principal, "notes_update", "replaced the whole text")
         rewrite = replace_with(call.arguments["body"].encode(), expected)
@@ -243,7 +244,7 @@ class EditTools:
         return complete(shown)
 
     async def edit(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id = call.arguments["noteId"]
         edits = checked_edits(call.arguments["edits"])
         rewrite = edited(note_id, edits, call.arguments.get("expectedVersion"))
@@ -265,7 +266,7 @@ class EditTools:
         return complete(shown)
 
     async def move(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id = call.arguments["noteId"]
         new_path = require_note_path(call.arguments["newPath"], "newPath")
         dry_run = call.arguments.get("dryRun", False)
@@ -351,6 +352,7 @@ def notes_create(services: Services) -> ToolDef:
             idempotent_hint=False,
         ),
         handler=EditTools(services).create,
+        right=Right.WRITE,
     )
 
 
@@ -382,6 +384,7 @@ def notes_update(services: Services) -> ToolDef:
             idempotent_hint=True,
         ),
         handler=EditTools(services).update,
+        right=Right.WRITE,
     )
 
 
@@ -446,6 +449,7 @@ def notes_move(services: Services) -> ToolDef:
             idempotent_hint=False,
         ),
         handler=EditTools(services).move,
+        right=Right.WRITE,
     )
 
 
@@ -537,4 +541,5 @@ def notes_edit(services: Services) -> ToolDef:
             idempotent_hint=False,
         ),
         handler=EditTools(services).edit,
+        right=Right.WRITE,
     )

@@ -40,6 +40,7 @@ from notewarden.notes.history import Change, HistoryEntry, selection_digest
 from notewarden.notes.store import VersionConflict, replace_with
 from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object, version_conflict
@@ -76,7 +77,7 @@ class HistoryTools:
     # notes_history
 
     async def list_versions(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id = call.arguments["noteId"]
 
         def read() -> tuple[list[HistoryEntry], dict[str, Any] | None]:
@@ -113,7 +114,7 @@ class HistoryTools:
     # notes_revert
 
     async def revert(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id, version_id = call.arguments["noteId"], call.arguments["versionId"]
         store = self.services.store
 
@@ -146,7 +147,7 @@ class HistoryTools:
         require_form_elicitation(
             call.capabilities, "notes_history_purge needs form elicitation to let the user confirm the purge"
         )
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id = call.arguments.get("noteId")
         workspace = str(call.arguments["workspaceUri"])
 
@@ -205,7 +206,7 @@ class HistoryTools:
         selection = confirmed.state.selection
         assert selection is not None
         scope = reauthorize_sealed(
-            self.services.grants, call.principal, call.arguments["workspaceUri"], confirmed.state
+            self.services.grants, call.caller, call.arguments["workspaceUri"], confirmed.state
         )
         note_id = call.arguments.get("noteId")
         entries = [
@@ -288,6 +289,7 @@ def notes_history(services: Services) -> ToolDef:
             ),
         ),
         handler=HistoryTools(services).list_versions,
+        right=Right.READ,
     )
 
 
@@ -333,6 +335,7 @@ def notes_revert(services: Services) -> ToolDef:
             annotations=_annotations("Revert a note", read_only=False, destructive=True, idempotent=True),
         ),
         handler=HistoryTools(services).revert,
+        right=Right.WRITE,
     )
 
 
@@ -372,4 +375,5 @@ def notes_history_purge(services: Services) -> ToolDef:
             ),
         ),
         handler=HistoryTools(services).purge,
+        right=Right.PURGE,
     )

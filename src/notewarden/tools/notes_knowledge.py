@@ -32,6 +32,7 @@ from notewarden.notes.markdown import tag_key
 from notewarden.notes.model import Note
 from notewarden.notes.store import LinkView
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_search import instant_ns
 from notewarden.tools.registry import (
@@ -136,7 +137,7 @@ class KnowledgeTools:
         self.services = services
 
     async def tags(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         prefix = call.arguments.get("prefix", "").lstrip("#")
         limit = call.arguments.get("limit", TAGS_DEFAULT)
         print_ = hashlib.sha256(f"{scope.uri}\0{tag_key(prefix)}".encode()).hexdigest()[:16]
@@ -153,7 +154,7 @@ class KnowledgeTools:
         return complete(structured)
 
     async def links(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         limit = call.arguments.get("limit", BACKLINKS_DEFAULT)
         found = await anyio.to_thread.run_sync(
             functools.partial(self.services.store.links, scope, call.arguments["noteId"], limit=limit)
@@ -190,7 +191,7 @@ class KnowledgeTools:
         )
 
     async def recent(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         since = instant_ns(call.arguments["since"], "since") if "since" in call.arguments else None
         limit = call.arguments.get("limit", RECENT_DEFAULT)
         changes = await anyio.to_thread.run_sync(
@@ -282,6 +283,7 @@ def notes_tags(services: Services) -> ToolDef:
             **READ_ONLY,
         ),
         handler=KnowledgeTools(services).tags,
+        right=Right.READ,
     )
 
 
@@ -341,6 +343,7 @@ def notes_links(services: Services) -> ToolDef:
             **READ_ONLY,
         ),
         handler=KnowledgeTools(services).links,
+        right=Right.READ,
     )
 
 
@@ -376,4 +379,5 @@ def notes_recent(services: Services) -> ToolDef:
             **READ_ONLY,
         ),
         handler=KnowledgeTools(services).recent,
+        right=Right.READ,
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolResult, declare
 from notewarden.tools.results import complete, iso8601
@@ -67,7 +68,7 @@ class ListTool:
         self.services = services
 
     async def __call__(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         store = self.services.store
         notes, skipped = await anyio.to_thread.run_sync(
             lambda: (store.list_notes(scope), store.skipped(scope))
@@ -96,4 +97,5 @@ def notes_list(services: Services) -> ToolDef:
             **READ_ONLY,
         ),
         handler=ListTool(services),
+        right=Right.READ,
     )

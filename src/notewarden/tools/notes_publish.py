@@ -80,6 +80,7 @@ from notewarden.publish.connections import AskedBy, Connections, ConnectionStatu
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import (
     MissingCapability,
@@ -223,7 +224,7 @@ class PublishTool:
             return refusal.result()
 
     async def publish(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])  # 1
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])  # 1
         target = self.target(call.arguments["target"])
         note = await anyio.to_thread.run_sync(
             read_note, self.services.store, scope, call.arguments["noteId"]
@@ -445,7 +446,7 @@ class PublishTool:
         self, call: ToolCall, state: ConfirmationState, target: PublishTarget
     ) -> tuple[NoteToSend, str | None]:
         """Re-authorized now (the claim may come long after round 1): the note and the credential."""
-        scope = self.services.grants.reauthorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.reauthorize_workspace(call.caller, call.arguments["workspaceUri"])
         note = read_note(self.services.store, scope, state.data["note_id"])
         return note, self.connections.credential(call.principal, target.id)
 
@@ -588,4 +589,5 @@ def notes_publish(services: Services) -> ToolDef:
             ),
         ),
         handler=PublishTool(services),
+        right=Right.PUBLISH,
     )

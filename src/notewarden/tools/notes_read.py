@@ -35,6 +35,7 @@ from notewarden.notes.history import HistoryEntry
 from notewarden.notes.markdown import headings, split_front_matter
 from notewarden.notes.model import content_version
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import (
     READ_ONLY,
@@ -228,13 +229,13 @@ class ReadTools:
         return {**shown, **read_part(decode_text(data, note_id), arguments, max_chars)}
 
     async def read(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         max_chars = call.arguments.get("maxChars", DEFAULT_MAX_CHARS)
         shown = await anyio.to_thread.run_sync(self._read, scope, call.arguments, max_chars)
         return complete({"workspaceUri": str(scope.uri), **shown})
 
     async def read_many(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_ids = call.arguments["noteIds"]
         max_chars = call.arguments.get("maxChars", DEFAULT_MAX_CHARS // len(note_ids))
 
@@ -331,6 +332,7 @@ def notes_read(services: Services) -> ToolDef:
             },
         ),
         handler=ReadTools(services).read,
+        right=Right.READ,
     )
 
 
@@ -381,4 +383,5 @@ def notes_read_many(services: Services) -> ToolDef:
             },
         ),
         handler=ReadTools(services).read_many,
+        right=Right.READ,
     )

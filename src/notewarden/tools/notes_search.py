@@ -35,6 +35,7 @@ from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, Searc
 from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolFailure, ToolResult, declare
 from notewarden.tools.results import NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink
@@ -217,7 +218,7 @@ class SearchTool:
     async def __call__(self, call: ToolCall) -> ToolResult:
         uri, query = call.arguments["workspaceUri"], call.arguments.get("query")
         limit = call.arguments.get("limit", DEFAULT_LIMIT)
-        scope = self.services.grants.authorize_workspace(call.principal, uri)
+        scope = self.services.grants.authorize_workspace(call.caller, uri)
         filters = note_filter(call.arguments, scope)
         terms = search_terms(query) if query is not None else []
         if query is not None and not terms:
@@ -291,4 +292,5 @@ def notes_search(services: Services) -> ToolDef:
             **READ_ONLY,
         ),
         handler=SearchTool(services),
+        right=Right.READ,
     )

@@ -36,6 +36,7 @@ from notewarden.display import visible
 from notewarden.notes.store import ProgressSink, TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_delete import require_form_elicitation
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
@@ -109,7 +110,7 @@ class TrashTools:
     # notes_trash_list
 
     async def list_entries(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         entries = await anyio.to_thread.run_sync(self._entries, scope)
         start = 0
         if "cursor" in call.arguments:
@@ -131,7 +132,7 @@ class TrashTools:
     # notes_restore
 
     async def restore(self, call: ToolCall) -> ToolResult:
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         trash_id = call.arguments["trashId"]
         new_path = call.arguments.get("newPath")
         if new_path is not None:
@@ -157,7 +158,7 @@ class TrashTools:
         require_form_elicitation(
             call.capabilities, "notes_trash_empty needs form elicitation to let the user confirm the purge"
         )
-        scope = self.services.grants.authorize_workspace(call.principal, call.arguments["workspaceUri"])
+        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         shown_uri = str(scope.uri)
 
         def offer(prior: ConfirmationState | None) -> Offer | types.CallToolResult:  # 3 find, 4 ask
@@ -208,7 +209,7 @@ class TrashTools:
         selection = confirmed.state.selection
         assert selection is not None
         scope = reauthorize_sealed(
-            self.services.grants, call.principal, call.arguments["workspaceUri"], confirmed.state
+            self.services.grants, call.caller, call.arguments["workspaceUri"], confirmed.state
         )
         entries = [
             e for e in self.services.store.list_trash(confirmed.txn, scope) if e.deleted_at <= selection.bound
@@ -291,6 +292,7 @@ def notes_trash_list(services: Services) -> ToolDef:
             ),
         ),
         handler=TrashTools(services).list_entries,
+        right=Right.READ,
     )
 
 
@@ -332,6 +334,7 @@ def notes_restore(services: Services) -> ToolDef:
             ),
         ),
         handler=TrashTools(services).restore,
+        right=Right.WRITE,
     )
 
 
@@ -378,4 +381,5 @@ def notes_trash_empty(services: Services) -> ToolDef:
             ),
         ),
         handler=TrashTools(services).empty,
+        right=Right.PURGE,
     )

@@ -1,7 +1,12 @@
 """Tool registry: definitions, argument validation, and the error table.
 
-`tools/list` is computed once at start-up, sorted by name, and never varies per request
-or connection. A call's arguments are validated against the tool's `inputSchema` (JSON
+Every tool declares the one right it needs (`scope.rights` Rule 1). `tools/list` shows a caller
+the tools whose right it holds somewhere (live configuration, narrowed by its credential), sorted
+by name: one listing per set of rights, computed once, so the same caller always gets the same
+bytes (`cacheScope: "private"`). A call of a tool whose right the caller holds nowhere, while it
+holds others, is refused before anything runs (`right_missing`, naming the right and who grants
+it; a caller holding no right at all is told, by the tool, that its workspace is not granted);
+where it holds it, the scope layer checks it at every place the call touches. A call's arguments are validated against the tool's `inputSchema` (JSON
 Schema 2020-12, no remote `$ref`) before the handler runs: `jsonschema` is the judge and
 words the problems; a schema that uses only keywords whose meaning draft 7 and 2020-12
 share is also compiled by `fastjsonschema` (~1 µs a call instead of ~17 µs), which lets
@@ -15,6 +20,7 @@ errors, everything a model can correct is a tool result with `isError: true` and
 | raised                                   | becomes                                      |
 |------------------------------------------|----------------------------------------------|
 | unknown tool name                        | JSON-RPC -32602                              |
+| a tool whose right the caller holds nowhere | tool error `right_missing`                |
 | `MissingCapability`                      | JSON-RPC -32021, data.requiredCapabilities   |
 | `confirm.state.InvalidState`             | JSON-RPC -32602 "Invalid or expired requestState" |
 | `ToolFailure` and the mapped domain errors below | tool error with the code in `ERROR_CODES` |
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import fastjsonschema
@@ -41,6 +47,7 @@ from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
 from notewarden.scope import fs_errors
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
+from notewarden.scope.rights import Caller, Right, RightMissing, describe_rights
 
 __all__ = [
     "ERROR_CODES",
@@ -78,6 +85,7 @@ class MissingCapability(Exception):
 
 ERROR_CODES: Mapping[type[Exception], str] = {
     ScopeError: "invalid_workspace_uri",
+    RightMissing: "right_missing",
     AuthorizationError: "workspace_not_granted",
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
@@ -124,6 +132,15 @@ class ToolCall:
     """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
     client_name: str = ""
     """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
+    right: Right = Right.READ
+    """The right the tool needs (set by the registry from the tool's declaration)."""
+    credential_rights: frozenset[Right] | None = None
+    """What the request's credential narrows the principal's rights to (None: it does not)."""
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks, for what right: what every authorization of this call is made with."""
+        return Caller(self.principal, self.right, self.credential_rights)
 
 
 ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
@@ -230,6 +247,8 @@ def declare(
 class ToolDef:
     tool: types.Tool
     handler: ToolHandler
+    right: Right
+    """The one right a call of this tool needs (`scope.rights` Rule 1)."""
     _validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     _fast: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
 
@@ -254,7 +273,10 @@ def known_failure(exc: Exception) -> ToolFailure | None:
     if isinstance(exc, ToolFailure):
         return exc
     code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
-    return None if code is None else ToolFailure(code, str(exc))
+    if code is None:
+        return None
+    details = {"right": str(exc.right), "where": exc.where} if isinstance(exc, RightMissing) else None
+    return ToolFailure(code, str(exc), details)
 
 
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
@@ -268,10 +290,16 @@ def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None
     )
 
 
+RightsHeld = Callable[[ToolCall], frozenset[Right]]
+"""Every right the call's principal holds somewhere, as its credential narrows them."""
+
+
 class ToolRegistry:
-    def __init__(self, tools: Iterable[ToolDef]) -> None:
+    def __init__(self, tools: Iterable[ToolDef], *, rights_held: RightsHeld | None = None) -> None:
+        """`rights_held`: None for a registry that shows and runs every tool (a test's)."""
         self._tools = {t.tool.name: t for t in sorted(tools, key=lambda t: t.tool.name)}
-        self.listing = types.ListToolsResult(tools=[t.tool for t in self._tools.values()])
+        self._rights_held = rights_held
+        self._listings: dict[frozenset[Right], types.ListToolsResult] = {}
         self._header_schemas = {
             name: t.tool.input_schema
             for name, t in self._tools.items()
@@ -280,6 +308,21 @@ class ToolRegistry:
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
+
+    def right_of(self, name: str) -> Right | None:
+        tool = self._tools.get(name)
+        return tool.right if tool is not None else None
+
+    def listing(self, held: frozenset[Right] | None = None) -> types.ListToolsResult:
+        """The tools whose right is in `held` (None: every tool), by name; one object per set."""
+        key = frozenset(Right) if held is None else held
+        listing = self._listings.get(key)
+        if listing is None:
+            shown = [t.tool for t in self._tools.values() if t.right in key]
+            listing = self._listings.setdefault(
+                key, types.ListToolsResult(tools=shown, cache_scope="private")
+            )
+        return listing
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The schema the SDK checks a call's `Mcp-Param-*` headers against, for a tool that declares
@@ -295,6 +338,11 @@ class ToolRegistry:
                 code=INVALID_PARAMS,
                 message=f"unknown tool {call.name!r}; available: {', '.join(self._tools)}",
             )
+        call = replace(call, right=tool.right)
+        if self._rights_held is not None:
+            held = self._rights_held(call)
+            if held and tool.right not in held:  # holding nothing at all, the workspace is not granted
+                return right_refused(call)
         problems = tool.argument_problems(call.arguments)
         if problems:
             return tool_error(
@@ -320,3 +368,20 @@ class ToolRegistry:
             if failure is None:
                 raise
             return tool_error(failure.code, str(failure), failure.details)
+
+
+def right_refused(call: ToolCall) -> types.CallToolResult:
+    """A tool whose right the caller holds in no workspace: refused before it runs, saying who can
+    give it. `tools/list` does not show this caller the tool."""
+    if call.credential_rights is not None and call.right not in call.credential_rights:
+        who = (
+            f"your credential carries only {describe_rights(call.credential_rights)}: use one with "
+            f"{call.right} (an OAuth token with the scope for it, or a token made with --rights)"
+        )
+    else:
+        who = "rights are granted by the server's operator ([[principal]] in its configuration)"
+    return tool_error(
+        "right_missing",
+        f"{call.name} needs the right {call.right}, which {call.principal} holds in no workspace here; {who}.",
+        {"right": str(call.right)},
+    )

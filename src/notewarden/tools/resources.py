@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from notewarden.display import visible
 from notewarden.notes.model import Note
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
+from notewarden.scope.rights import Caller, RightMissing
 from notewarden.services import Services
 from notewarden.tools.results import note_uri, progress_sink
 
@@ -64,7 +64,8 @@ class NoteResources:
         self.resolve_principal = resolve_principal
 
     def _granted(self, principal: str) -> list[str]:
-        return sorted(str(w) for w in self.services.grants.granted_workspaces(principal))
+        """The workspaces where the principal may read somewhere."""
+        return sorted(str(w) for w in self.services.grants.granted_workspaces(Caller(principal)))
 
     def _resource(self, scope: WorkspaceScope, note: Note) -> types.Resource:
         return types.Resource(
@@ -87,7 +88,7 @@ class NoteResources:
             for workspace in self._granted(principal):
                 if workspace < start_ws:
                     continue
-                scope = self.services.grants.authorize_workspace(principal, workspace)
+                scope = self.services.grants.authorize_workspace(Caller(principal), workspace)
                 notes = await anyio.to_thread.run_sync(
                     functools.partial(
                         self.services.store.list_page,
@@ -168,8 +169,8 @@ class NoteResources:
         if workspace is None:
             return _completion([], False)  # the workspace is not chosen yet
         try:
-            scope = self.services.grants.authorize_workspace(principal, workspace)
-        except (ScopeError, AuthorizationError) as exc:
+            scope = self.services.grants.authorize_workspace(Caller(principal), workspace)
+        except (ScopeError, AuthorizationError, RightMissing) as exc:
             raise _invalid(workspace, str(exc)) from None
         ids, more = await anyio.to_thread.run_sync(
             functools.partial(self.services.store.complete_ids, scope, value, limit=COMPLETION_MAX)
@@ -181,16 +182,16 @@ class NoteResources:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            scope = self.services.grants.authorize_workspace(self.resolve_principal(ctx), uri)
-        except (ScopeError, AuthorizationError) as exc:
+            scope = self.services.grants.authorize_workspace(Caller(self.resolve_principal(ctx)), uri)
+        except (ScopeError, AuthorizationError, RightMissing) as exc:
             raise _invalid(uri, str(exc).replace("workspaceUri", "the resource URI")) from None
         if not scope.subtree:
             raise _invalid(uri, f"{uri} names a workspace, not a note; resources/list shows its notes")
         note_id = "/".join(scope.subtree)
-        scope = dataclasses.replace(scope, subtree=())  # the URI's path below the workspace is the note
+        scope = scope.whole_workspace()  # the URI's path below the workspace is the note
         try:
             content = await anyio.to_thread.run_sync(self.services.store.read_note, scope, note_id)
-        except FsError as exc:
+        except (FsError, RightMissing) as exc:
             raise _invalid(uri, f"Resource not found: {exc}") from None
         shown = note_uri(scope, note_id)
         contents: types.TextResourceContents | types.BlobResourceContents

@@ -35,6 +35,7 @@ from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.grants import Grants, WorkspaceScope
 from notewarden.scope.note_paths import NOTE_SUFFIXES
+from notewarden.scope.rights import Caller
 from notewarden.services import Services
 from notewarden.tools.registry import ToolCall, ToolFailure
 
@@ -155,10 +156,11 @@ async def confirm_in_workspace(
 
 
 def reauthorize_sealed(
-    grants: Grants[Any], principal: str, workspace_uri: str, state: ConfirmationState
+    grants: Grants[Any], caller: Caller, workspace_uri: str, state: ConfirmationState
 ) -> WorkspaceScope:
-    """In a confirmed commit: authorize and contain again, and check the folder is the one confirmed."""
-    scope = grants.reauthorize_workspace(principal, workspace_uri)
+    """In a confirmed commit: authorize (the call's right, on the live configuration) and contain
+    again, and check the folder is the one confirmed."""
+    scope = grants.reauthorize_workspace(caller, workspace_uri)
     dev, ino = state.data["workspace_identity"].split(":")
     scope.verify_identity((int(dev), int(ino)))
     return scope

@@ -83,7 +83,7 @@ def resolve_workspace(
     services: Services, call: ToolCall, workspace_in_state: Callable[[str], str]
 ) -> ToolCall | types.InputRequiredResult | types.CallToolResult:
     """The call with `workspaceUri` filled in from a granted workspace, or the next question."""
-    granted = services.grants.granted_workspaces(call.principal)
+    granted = services.grants.granted_workspaces(call.caller)
     listing = ", ".join(map(str, granted)) or "none"
     roots_declared = call.capabilities is not None and call.capabilities.roots is not None
     if call.live is not None or not roots_declared:
@@ -126,7 +126,7 @@ def resolve_workspace(
             return tool_error(
                 "invalid_answer", f"pick one of the offered workspaces: {', '.join(state.offered)}"
             )
-        services.grants.authorize_workspace(call.principal, chosen)  # still granted now
+        services.grants.authorize_workspace(call.caller, chosen)  # still granted now
         return _with_workspace(call, str(chosen), fresh=True)
     return _with_workspace(call, workspace_in_state(call.request_state), fresh=False)
 

@@ -11,8 +11,12 @@ It replaces the SDK's `RequireAuthMiddleware`, whose challenge always says
 | valid token, `sub` mapped to no principal   | 403    | none; JSON body `{"error": "access_denied", …}`                  |
 | valid token lacking the scope this needs    | 403    | `Bearer error="insufficient_scope", scope="…", resource_metadata="…"` |
 
-The scope a request needs comes from its body (`tools/call` of a tool: `web.oauth.scope_for_tool`;
-anything else: `notes:read`); a body over the size cap is passed on to the SDK, which answers 413.
+The scopes a request needs are the rights it needs (`web.oauth` Rule 3): `notewarden:read` for
+every request, and for a `tools/call` the scope of the tool's right; a body over the size cap is
+passed on to the SDK, which answers 413. A token lacking a right that the principal's grants hold
+somewhere gets the step-up challenge (asking again, with that scope, can help); a right the
+principal holds nowhere is not asked for: the request goes on, and the tool refuses it naming the
+right and who grants it (no token could help).
 `resource_metadata` is present only when `[oauth]` is configured, and the wording of a 401 names
 the credentials this server takes: its configured tokens, and OAuth access tokens only with `[oauth]`.
 The 503's reason (`Grants.problem`) is safe to show: it says the file is invalid, not what is in it.
@@ -29,8 +33,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from notewarden.config import Config
 from notewarden.scope.grants import Grants
+from notewarden.scope.rights import Right
 from notewarden.web.body import peek_body
-from notewarden.web.oauth import READ, covering_scopes, satisfies
+from notewarden.web.oauth import challenge_scopes, rights_of_scopes
 
 __all__ = ["RefreshConfig", "RequireScopes"]
 
@@ -66,14 +71,16 @@ class RequireScopes:
         self,
         app: ASGIApp,
         *,
-        tool_scopes: Mapping[str, str],
+        tool_rights: Mapping[str, Right],
+        rights_held: Callable[[str], frozenset[Right]],
         resource_metadata: str | None,
         max_body_bytes: int,
         config_problem: Callable[[], str | None] = lambda: None,
         oauth: bool = False,
     ) -> None:
         self.app = app
-        self.tool_scopes = dict(tool_scopes)
+        self.tool_rights = dict(tool_rights)
+        self.rights_held = rights_held
         self.resource_metadata = resource_metadata
         self.max_body_bytes = max_body_bytes
         self.config_problem = config_problem
@@ -90,10 +97,10 @@ class RequireScopes:
                 send, 503, {"error": "temporarily_unavailable", "error_description": problem}, retry
             )
             return
-        required = {READ}
+        required = {Right.READ}
         if scope["method"] == "POST":
             buffered, receive = await peek_body(scope, receive, self.max_body_bytes)
-            required |= self.scopes_for(buffered.decoded)
+            required |= self.rights_for(buffered.decoded)
         user = scope.get("user")
         if not isinstance(user, AuthenticatedUser):
             sent = any(name == b"authorization" for name, _ in scope["headers"])
@@ -117,33 +124,36 @@ class RequireScopes:
                 },
             )
             return
-        if not satisfies(token.scopes, required):
+        missing = required - rights_of_scopes(token.scopes)
+        askable = missing & self.rights_held(token.subject)
+        if askable:
+            required -= missing - askable  # never ask for a scope that cannot help
             await self.challenge(
                 send,
                 403,
                 required,
                 error="insufficient_scope",
-                description=f"this request needs the scope {' '.join(covering_scopes(required))}",
+                description=f"this request needs the scope {' '.join(challenge_scopes(required))}",
             )
             return
         await self.app(scope, receive, send)
 
-    def scopes_for(self, decoded: Any) -> set[str]:
-        """Scopes the JSON-RPC message(s) of a decoded body need; unreadable bodies need only the base scope."""
-        needed: set[str] = set()
+    def rights_for(self, decoded: Any) -> set[Right]:
+        """Rights the JSON-RPC message(s) of a decoded body need; unreadable bodies need only read."""
+        needed: set[Right] = set()
         for message in decoded if isinstance(decoded, list) else [decoded]:
             if not isinstance(message, dict) or message.get("method") != "tools/call":
                 continue
             params = message.get("params")
             name = params.get("name") if isinstance(params, dict) else None
-            if isinstance(name, str) and name in self.tool_scopes:
-                needed.add(self.tool_scopes[name])
+            if isinstance(name, str) and name in self.tool_rights:
+                needed.add(self.tool_rights[name])
         return needed
 
     async def challenge(
-        self, send: Send, status: int, required: set[str], *, error: str | None, description: str
+        self, send: Send, status: int, required: set[Right], *, error: str | None, description: str
     ) -> None:
-        scopes = " ".join(covering_scopes(required))
+        scopes = " ".join(challenge_scopes(required))
         parts = [f'error="{error}"', f'error_description="{description}"'] if error else []
         if self.resource_metadata:
             parts.append(f'resource_metadata="{self.resource_metadata}"')

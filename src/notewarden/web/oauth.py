@@ -1,8 +1,9 @@
 """Who is calling over HTTP, and what the credential allows: OAuth 2.1 resource server + dev tokens.
 
 Rule 1: a credential is a bearer token in the Authorization header, nothing else. Two kinds:
-static development tokens (their SHA-256 listed under a `[[principal]]`, every scope) and, with an
-`[oauth]` table, JWT access tokens from one authorization server.
+static tokens (their SHA-256 listed under a `[[principal]]`: all of its rights, or under
+`[[principal.token]]` with fewer) and, with an `[oauth]` table, JWT access tokens from one
+authorization server.
 
 Rule 2: a JWT is accepted only when all of these hold (PyJWT does the checking):
 
@@ -17,10 +18,18 @@ Rule 2: a JWT is accepted only when all of these hold (PyJWT does the checking):
 
 An unknown `kid` refreshes the key set at most once per cooldown (URL) or when the file changed.
 
-Rule 3: scopes (`scope` as a space-separated string, or `scp` as a list) decide what a request
-may do, by tool kind: read-only tools need `notes:read`, destructive tools `notes:delete`, other
-tools `notes:write`; every MCP request needs at least `notes:read`. The hierarchy: `notes:write`
-and `notes:delete` each include `notes:read`, and nothing else includes anything.
+Rule 3: scopes are rights (`scope.rights`): one scope per right, `notewarden:read`,
+`notewarden:write`, `notewarden:delete`, `notewarden:purge`, `notewarden:publish` (`scope` as a
+space-separated string, or `scp` as a list). A token narrows its principal's grants to the
+rights of its scopes, never widens them; every MCP request needs `notewarden:read`, a tool call
+the scope of the tool's right. The hierarchy is the rights': every scope includes
+`notewarden:read`, and nothing else includes anything.
+Rule 3a: tokens issued for the three scopes before rights (`notes:read`, `notes:write`,
+`notes:delete`, which meant "by tool kind") keep working while `[oauth] accept_legacy_scopes` is
+true (the default), each read as the rights it fully covered and nothing more, so no old token
+gains anything: `notes:read` = read; `notes:write` = read, publish; `notes:delete` = read,
+delete, purge. Editing (the right write) needs a token with `notewarden:write`: a client with an
+old token gets the `403` step-up naming it.
 
 Rule 4: rejection reasons are logged (never the token) and the client sees the RFC 6750 challenge
 of `web.authz`; the token never leaves this module.
@@ -37,7 +46,6 @@ from typing import Any, Final
 
 import anyio.to_thread
 import jwt
-import mcp_types as types
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
@@ -46,60 +54,56 @@ from pydantic import AnyHttpUrl
 from starlette.routing import Route
 
 from notewarden.config import Config, OAuthSettings
-from notewarden.tools.limits import is_destructive
+from notewarden.scope.rights import ALL_RIGHTS, Right, implied
 
 __all__ = [
     "ALL_SCOPES",
-    "DELETE",
-    "READ",
-    "WRITE",
+    "LEGACY_SCOPES",
     "BearerVerifier",
     "InvalidToken",
     "JwtVerifier",
-    "covering_scopes",
+    "challenge_scopes",
     "protected_resource_routes",
     "resource_metadata_url",
-    "satisfies",
-    "scope_for_tool",
+    "rights_of_scopes",
+    "scope_of",
 ]
 
 logger = logging.getLogger(__name__)
 
-READ: Final = "notes:read"
-WRITE: Final = "notes:write"
-DELETE: Final = "notes:delete"
-ALL_SCOPES: Final = (READ, WRITE, DELETE)
-IMPLIES: Final[dict[str, frozenset[str]]] = {
-    READ: frozenset({READ}),
-    WRITE: frozenset({WRITE, READ}),
-    DELETE: frozenset({DELETE, READ}),
+SCOPE_PREFIX: Final = "notewarden:"
+ALL_SCOPES: Final = tuple(SCOPE_PREFIX + right for right in Right)
+LEGACY_SCOPES: Final[dict[str, frozenset[Right]]] = {
+    "notes:read": frozenset({Right.READ}),
+    "notes:write": frozenset({Right.READ, Right.PUBLISH}),
+    "notes:delete": frozenset({Right.READ, Right.DELETE, Right.PURGE}),
 }
+"""Rule 3a: the scopes before rights, each as the rights all of whose tools it allowed."""
 URL_KEYS_COOLDOWN_SECONDS: Final = 30.0
 
 
-def scope_for_tool(tool: types.Tool) -> str:
-    """Rule 3: the scope a call of `tool` needs. As in MCP, a tool not marked read-only is
-    destructive unless it says `destructiveHint: false`."""
-    if tool.annotations is not None and tool.annotations.read_only_hint:
-        return READ
-    return DELETE if is_destructive(tool) else WRITE
+def scope_of(right: Right) -> str:
+    return SCOPE_PREFIX + right
 
 
-def granted(scopes: Iterable[str]) -> frozenset[str]:
-    out: set[str] = set()
+def rights_of_scopes(scopes: Iterable[str], *, legacy: bool = False) -> frozenset[Right]:
+    """Rule 3: the rights a token's scopes carry (unknown scopes carry none; `legacy`: Rule 3a's too).
+    A verified token's scopes are already this server's own (`BearerVerifier`)."""
+    rights: set[Right] = set()
     for scope in scopes:
-        out |= IMPLIES.get(scope, {scope})
-    return frozenset(out)
+        if scope.startswith(SCOPE_PREFIX) and scope[len(SCOPE_PREFIX) :] in Right.__members__.values():
+            rights.add(Right(scope[len(SCOPE_PREFIX) :]))
+        elif legacy:
+            rights |= LEGACY_SCOPES.get(scope, frozenset())
+    return implied(rights)
 
 
-def satisfies(scopes: Iterable[str], required: Iterable[str]) -> bool:
-    return set(required) <= granted(scopes)
-
-
-def covering_scopes(required: Iterable[str]) -> list[str]:
-    """The fewest scopes that include all of `required` (what a challenge asks for)."""
-    needed = set(required)
-    return sorted(s for s in needed if not any(s in IMPLIES.get(o, ()) for o in needed - {s}))
+def challenge_scopes(needed: Iterable[Right]) -> list[str]:
+    """The fewest scopes that carry every needed right (every scope includes read)."""
+    wanted = set(needed)
+    if len(wanted) > 1:
+        wanted.discard(Right.READ)
+    return [scope_of(r) for r in Right if r in wanted]
 
 
 class InvalidToken(Exception):
@@ -195,6 +199,7 @@ class JwtVerifier:
 
 
 def token_scopes(claims: dict[str, Any]) -> list[str]:
+    """A JWT's scopes as it states them: `scope` (space-separated) or `scp` (a list or a string)."""
     scope, scp = claims.get("scope"), claims.get("scp")
     if isinstance(scope, str):
         return scope.split()
@@ -218,9 +223,12 @@ class BearerVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         config = self.config()
-        principal = config.principal_for_token(token)
-        if principal is not None:
-            return AccessToken(token="", client_id=principal, subject=principal, scopes=list(ALL_SCOPES))
+        found = config.credential_for_token(token)
+        if found is not None:
+            owner, rights = found
+            carried = ALL_RIGHTS if rights is None else rights
+            scopes = [scope_of(r) for r in Right if r in carried]
+            return AccessToken(token="", client_id=owner, subject=owner, scopes=scopes)
         if self.jwt_verifier is None:
             logger.info("bearer token rejected: not a configured token", extra={"event": "auth_rejected"})
             return None
@@ -243,12 +251,19 @@ class BearerVerifier:
             token="",
             client_id=str(client),
             subject=principal,
-            scopes=token_scopes(claims),
+            scopes=self.scopes(claims),
             # the SDK's backend compares expires_at with now; exp was already checked with leeway
             expires_at=int(exp + self.jwt_verifier.settings.leeway_seconds),
             resource=self.jwt_verifier.settings.resource,
             claims={"iss": claims.get("iss"), "sub": subject},
         )
+
+    def scopes(self, claims: dict[str, Any]) -> list[str]:
+        """The JWT's scopes as this server's own (Rule 3; Rule 3a's legacy ones read as their rights)."""
+        assert self.jwt_verifier is not None
+        legacy = self.jwt_verifier.settings.accept_legacy_scopes
+        carried = rights_of_scopes(token_scopes(claims), legacy=legacy)
+        return [scope_of(r) for r in Right if r in carried]
 
 
 def resource_metadata_url(settings: OAuthSettings) -> str:
