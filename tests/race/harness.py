@@ -79,6 +79,8 @@ class StorageDeployment:
     keys: str = field(default_factory=lambda: secrets.token_hex(32))
     servers: list[HttpServer] = field(default_factory=list)
     granted: bool = True
+    rights: tuple[str, ...] = ("owner",)
+    """The principal's rights on the workspace (`write_configs(rights=...)` changes them live)."""
     extra_config: str = ""  # TOML tables appended to every instance's config
     own_state_dirs: set[str] = field(default_factory=set)
     """Instances given a state dir of their own (`state-<instance>`), e.g. a second server on the folder."""
@@ -112,9 +114,17 @@ class StorageDeployment:
         shared = self.notes_kind != "postgres" and instance not in self.own_state_dirs
         return self.root / ("state" if shared else f"state-{instance}")
 
-    def write_configs(self, *, granted: bool | None = None, instances: tuple[str, ...] = ()) -> None:
+    def write_configs(
+        self,
+        *,
+        granted: bool | None = None,
+        rights: tuple[str, ...] | None = None,
+        instances: tuple[str, ...] = (),
+    ) -> None:
         if granted is not None:
             self.granted = granted
+        if rights is not None:
+            self.rights = rights
         existing = {p.name[len("notewarden-") : -len(".toml")] for p in self.root.glob("notewarden-*.toml")}
         for instance in sorted(existing | set(instances) | {"a"}):
             path = self.config_path(instance)
@@ -128,7 +138,7 @@ class StorageDeployment:
             path.write_text(
                 f'state_dir = "{self.state_dir(instance)}"\n'
                 f'[[workspace]]\nuri = "{self.workspace_uri}"\n'
-                f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\nrights = ["owner"]\n'
+                f'[[principal]]\nid = "{self.principal}"\nworkspaces = {grants}\nrights = {json.dumps(list(self.rights))}\n'
                 f'token_sha256 = ["{sha256(self.token)}"]\n' + NO_LIMITS + storage + self.extra_config
             )
             stamp = time.time() + len(existing) + getattr(self, "_bump", 0)

@@ -1,7 +1,9 @@
 """Proofs 3 and 4 on every backend: what changes between round 1 and round 2 wins.
 
 3. A grant removed from the config after round 1 makes round 2 fail with
-   `workspace_not_granted`; nothing is deleted and nothing is consumed.
+   `workspace_not_granted`; nothing is deleted and nothing is consumed. A right lowered after
+   round 1 (delete, purge, publish) makes round 2 of each confirmed tool fail with `right_missing`;
+   nothing changes and nothing is consumed: the same confirmation works once the right is back.
 4. A note edited in place, or replaced by another with the same name and size, is not the
    note the user confirmed: round 2 fails with `note_changed` telling the user to ask again,
    and the new content stays where it is.
@@ -13,12 +15,15 @@ candidates by path components; hostile URI forms are refused before any store is
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.pg import PgDatabase
-from tests.race.harness import BACKENDS, deployment
+from tests.race.harness import BACKENDS, StorageDeployment, deployment
 from tests.race.senders import classify
+from tests.wire.publishing import RecordingTarget
+from tests.wire.rawhttp import RawMcp
 
 NOTE = "reports/tps-2019.md"
 BODY = "---\ntitle: TPS report 2019\n---\nCover sheet missing.\n"
@@ -41,6 +46,116 @@ def test_revocation_between_rounds_wins(tmp_path: Path, pg: PgDatabase, backend:
 
         d.write_configs(granted=True)  # the confirmation was never consumed
         assert classify(d.round2(client, first, NOTE), NOTE) == "deleted"
+
+
+def refused_for(result: dict[str, Any], right: str) -> None:
+    assert result["isError"] is True, result
+    assert result["structuredContent"]["error"]["code"] == "right_missing"
+    assert result["structuredContent"]["error"]["right"] == right
+
+
+def counts(d: StorageDeployment) -> tuple[int, int, int]:
+    """(consumed confirmations, trash rows, saved versions) of the deployment."""
+    trash = "trash" if d.notes_kind == "files" else "notes_trash"
+    rows = d.sql(f"SELECT count(*) FROM {trash} WHERE workspace = ?", (d.workspace_uri,))[0][0]
+    saved = d.sql("SELECT count(*) FROM note_history WHERE workspace = ?", (d.workspace_uri,))[0][0]
+    return d.claims(), int(rows), int(saved)
+
+
+def confirm(client: RawMcp, tool: str, arguments: dict[str, Any], key: str) -> tuple[dict[str, Any], Any]:
+    """Round 1 of a yes/no confirmed tool, and a function answering it (accept, confirm)."""
+    first = client.call(tool, arguments).result
+    assert first["resultType"] == "input_required", first
+    answer = {key: {"action": "accept", "content": {"confirm": True}}}
+
+    def retry() -> dict[str, Any]:
+        return client.call(tool, arguments, inputResponses=answer, requestState=first["requestState"]).result
+
+    return first, retry
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_right_lowered_between_rounds_wins_and_consumes_nothing(
+    tmp_path: Path, pg: PgDatabase, backend: str
+) -> None:
+    with deployment(tmp_path, backend, pg.name) as d:
+        d.add_note(NOTE, BODY)
+        d.add_note("keep.md", "# Keep\n")
+        client = d.client(d.start())
+        ws = {"workspaceUri": d.workspace_uri}
+
+        first = d.round1(client, "TPS report")  # delete: lowered to editor (no delete)
+        before = counts(d)
+        d.write_configs(rights=("editor",))
+        refused_for(d.round2(client, first, NOTE), "delete")
+        assert d.note_body(NOTE) == BODY and counts(d) == before
+        d.write_configs(rights=("owner",))
+        assert classify(d.round2(client, first, NOTE), NOTE) == "deleted"
+
+        _, empty = confirm(client, "notes_trash_empty", ws, "empty_trash")  # purge: lowered to maintainer
+        before = counts(d)
+        d.write_configs(rights=("maintainer",))
+        refused_for(empty(), "purge")
+        assert counts(d) == before and before[1] == 1, "the trash still holds the note"
+        d.write_configs(rights=("owner",))
+        assert empty()["structuredContent"]["outcome"] == "emptied"
+
+        edit = {"op": "append", "text": "more"}
+        assert not client.call("notes_edit", {**ws, "noteId": "keep.md", "edits": [edit]}).result.get(
+            "isError"
+        )
+        _, purge = confirm(client, "notes_history_purge", ws, "purge_history")
+        before = counts(d)
+        d.write_configs(rights=("maintainer",))
+        refused_for(purge(), "purge")
+        assert counts(d) == before and before[2] == 1, "the saved version is still there"
+        d.write_configs(rights=("owner",))
+        assert purge()["structuredContent"]["outcome"] == "purged"
+        assert counts(d)[2] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_publishing_lowered_between_rounds_is_refused_and_the_step_stays_open(
+    tmp_path: Path, pg: PgDatabase, backend: str
+) -> None:
+    target = RecordingTarget().start()
+    try:
+        with deployment(tmp_path, backend, pg.name) as d:
+            d.extra_config = (
+                f'[publish]\n[[publish.target]]\nid = "blog"\ntitle = "Blog"\nurl = "{target.url}"\n'
+                'auth = "bearer"\n'
+            )
+            d.write_configs()
+            d.add_note(NOTE, BODY)
+            client = d.client(d.start())
+            args = {"workspaceUri": d.workspace_uri, "noteId": NOTE, "target": "blog"}
+            url_mode = {"elicitation": {"url": {}}}
+            first = client.call("notes_publish", args, capabilities=url_mode).result
+            assert first["resultType"] == "input_required", first
+            before = counts(d)
+            d.write_configs(rights=("maintainer",))
+            opened = {"publish_connect": {"action": "accept"}}
+            again = client.call(
+                "notes_publish",
+                args,
+                capabilities=url_mode,
+                inputResponses=opened,
+                requestState=first["requestState"],
+            ).result
+            refused_for(again, "publish")
+            assert counts(d) == before and target.received == []
+            d.write_configs(rights=("owner",))
+            still = client.call(
+                "notes_publish",
+                args,
+                capabilities=url_mode,
+                inputResponses=opened,
+                requestState=first["requestState"],
+            ).result
+            assert still["resultType"] == "input_required", "the connect step is still open, not consumed"
+            assert target.received == []
+    finally:
+        target.stop()
 
 
 @pytest.mark.parametrize("change", ["edited", "replaced"])

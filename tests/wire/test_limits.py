@@ -1,4 +1,4 @@
-"""Rate limits on destructive tools, the body size cap, Origin and Host validation, on a real server."""
+"""Rate limits per right, the body size cap, Origin and Host validation, on a real server."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from tests.wire.rawhttp import RawMcp
 
 @pytest.fixture
 def limited(deployment: Deployment) -> Iterator[HttpServer]:
-    deployment.write_config(extra="[limits]\ndestructive_per_minute = 3\n[http]\nmax_body_bytes = 2048\n")
+    deployment.write_config(
+        extra="[limits]\ndelete_per_minute = 3\nwrite_per_minute = 5\n[http]\nmax_body_bytes = 2048\n"
+    )
     server = start_http_server(deployment.config, deployment.root / "limited.log")
     yield server
     server.stop()
 
 
-def test_destructive_calls_are_rate_limited_per_principal(
-    limited: HttpServer, deployment: Deployment
-) -> None:
+def test_deletes_are_rate_limited_per_principal(limited: HttpServer, deployment: Deployment) -> None:
     alice, bob = RawMcp(limited.url, ALICE_TOKEN), RawMcp(limited.url, BOB_TOKEN)
     args = {"workspaceUri": deployment.notes_uri, "title": "TPS"}
     try:
@@ -34,13 +34,40 @@ def test_destructive_calls_are_rate_limited_per_principal(
         assert error["code"] == "rate_limited"
         assert 1 <= error["retryAfterSeconds"] <= 20  # one call per 20 s at 3/min
         assert f"{error['retryAfterSeconds']} s" in refused["content"][0]["text"]
-        # read-only tools and other principals are not affected
+        assert "delete_per_minute" in refused["content"][0]["text"]
+        # reading, editing (another right's bucket) and other principals are not affected
+        edit = {
+            "workspaceUri": deployment.notes_uri,
+            "noteId": "todo.md",
+            "edits": [{"op": "append", "text": "x"}],
+        }
+        assert not alice.call("notes_edit", edit).result.get("isError")
         assert alice.call("notes_list", {"workspaceUri": deployment.notes_uri}).status == 200
         bob_args = {"workspaceUri": deployment.private_uri, "title": "TPS"}
         assert bob.call("notes_delete", bob_args).result["resultType"] == "input_required"
     finally:
         alice.close()
         bob.close()
+
+
+def test_edits_have_their_own_limit_and_do_not_spend_the_deletes(
+    limited: HttpServer, deployment: Deployment
+) -> None:
+    alice = RawMcp(limited.url, ALICE_TOKEN)
+    edit = {
+        "workspaceUri": deployment.notes_uri,
+        "noteId": "todo.md",
+        "edits": [{"op": "append", "text": "x"}],
+    }
+    try:
+        for _ in range(5):
+            assert not alice.call("notes_edit", edit).result.get("isError")
+        refused = alice.call("notes_edit", edit).result["structuredContent"]["error"]
+        assert refused["code"] == "rate_limited" and "write_per_minute" in refused["message"]
+        delete = {"workspaceUri": deployment.notes_uri, "title": "TPS"}
+        assert alice.call("notes_delete", delete).result["resultType"] == "input_required"
+    finally:
+        alice.close()
 
 
 def test_rate_limiter_refills_continuously() -> None:
