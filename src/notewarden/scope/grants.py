@@ -250,7 +250,11 @@ class Grants(Generic[C]):
     ) -> None:
         """`cap`: the most any request of this process may do (`serve --rights`), whatever the grants."""
         self._config = config
-        self.cap = cap
+        self._cap = cap
+        self._narrowed: dict[
+            tuple[str, frozenset[Right] | None], dict[FileUri, tuple[FolderRights, ...]]
+        ] = {}
+        """`_grants` per (principal, credential rights) under `_config` and `_cap`: every call asks twice."""
         self._reload = reload
         self._source = config.source if reload is not None else None
         self._stamp = _stamp(self._source)
@@ -267,6 +271,14 @@ class Grants(Generic[C]):
     @property
     def config(self) -> C:
         return self._config
+
+    @property
+    def cap(self) -> frozenset[Right]:
+        return self._cap
+
+    @cap.setter
+    def cap(self, rights: frozenset[Right]) -> None:
+        self._cap, self._narrowed = rights, {}
 
     async def refresh(self) -> None:
         """Bring the configuration up to date with its file before a request uses it (see the class)."""
@@ -303,7 +315,7 @@ class Grants(Generic[C]):
                 fresh = reload(source)
             except Exception as exc:  # a broken edit must not widen or crash anything
                 logger.error("config reload failed; every grant is refused until fixed: %s", exc)
-                self._config = self._config.without_grants()
+                self._config, self._narrowed = self._config.without_grants(), {}
                 self.problem = BROKEN_CONFIG
                 return self._config
             self.problem = None
@@ -312,7 +324,7 @@ class Grants(Generic[C]):
             logger.info("config reloaded from %s", source)
             if fresh.storage != self._config.storage:
                 logger.warning("[storage] changed in %s; it takes effect at the next start", source)
-            self._config = fresh
+            self._config, self._narrowed = fresh, {}
         finally:
             self._reload_lock.release()
         for workspace in fresh.workspaces:  # open new folders here, not on the event loop
@@ -370,14 +382,20 @@ class Grants(Generic[C]):
     def _grants(self, caller: Caller) -> dict[FileUri, tuple[FolderRights, ...]]:
         """The principal's grants per workspace, each narrowed to the credential's rights and the
         process's (`rights` Rule 3)."""
-        principal = self._config.principals.get(caller.principal)
-        if principal is None:
-            return {}
-        narrow = self.cap if caller.credential_rights is None else self.cap & caller.credential_rights
-        return {
+        key = (caller.principal, caller.credential_rights)
+        found = self._narrowed.get(key)
+        if found is not None:
+            return found
+        config = self._config
+        principal = config.principals.get(caller.principal)
+        narrow = self._cap if caller.credential_rights is None else self._cap & caller.credential_rights
+        found = {
             workspace: tuple(FolderRights(g.folder, g.rights & narrow) for g in held)
-            for workspace, held in principal.grants.items()
+            for workspace, held in (principal.grants.items() if principal is not None else ())
         }
+        if config is self._config and len(self._narrowed) < _NARROWED_KEPT:
+            self._narrowed[key] = found
+        return found
 
     def _missing(
         self, caller: Caller, uri: FileUri, workspace: FileUri, held: tuple[FolderRights, ...]
@@ -503,6 +521,8 @@ _CONFIG_EVENTS = (
     | inotify_simple.flags.ONLYDIR
 )
 RECHECK_SECONDS = 1.0
+_NARROWED_KEPT = 4096
+"""At most this many (principal, credential) entries of `Grants._grants` are kept per configuration."""
 """Even with a watch, the file's stamp is compared this often (network filesystems send no events)."""
 BROKEN_CONFIG = (
     "the server's configuration file no longer parses after an edit; every request is refused until "
