@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from notewarden.notes.links import MemoryVault, anchor_found, resolve, rewrite_for_move
+from notewarden.notes.links import MemoryVault, anchor_found, relink, resolve, rewrite_for_move
 from notewarden.notes.markdown import NoteFacts, parse_note, tag_key
 from notewarden.notes.model import extract_title, note_stem
 from tests.unit.test_markdown import TITLES
@@ -181,6 +181,29 @@ def test_rewritten_links_keep_their_form_suffix_anchor_and_encoding() -> None:
     assert "[dessert](Desserts/Cr%C3%A8me%20br%C3%BBl%C3%A9e%20au%20caf%C3%A9.md)" in dessert
     team = rewrite_all("Areas/Team/Meeting.md", "Areas/Team/Weekly meeting.md")["Home.md"]
     assert "[team meeting](<Areas/Team/Weekly meeting.md>)" in team
+
+
+def moved_texts(notes: dict[str, str], moved_from: str, moved_to: str) -> dict[str, str]:
+    """Every note's text after a move in a small vault, by its id after the move."""
+    before = MemoryVault(notes)
+    texts = {}
+    for note_id, text in notes.items():
+        now = moved_to if note_id == moved_from else note_id
+        texts[now] = relink(text, note_id, now, moved_from, moved_to, before)[0]
+    return texts
+
+
+def test_a_bare_name_stays_a_name_even_when_it_resolved_in_its_own_folder() -> None:
+    notes = {"A/Target.md": "# T\n", "A/Linker.md": "[[Target]] [[Target|t]]\n", "C/Other.md": "[[Target]]\n"}
+    texts = moved_texts(notes, "A/Target.md", "B/Renamed.md")
+    assert texts["A/Linker.md"] == "[[Renamed]] [[Renamed|t]]\n"
+    assert texts["C/Other.md"] == "[[Renamed]]\n"
+
+
+def test_a_name_no_longer_unique_becomes_the_path_from_the_root() -> None:
+    notes = {"P/S/Near.md": "[[Dup]]\n", "P/S/Dup.md": "# S\n", "P/O/Dup.md": "# O\n"}
+    texts = moved_texts(notes, "P/S/Near.md", "P/Near.md")
+    assert texts["P/Near.md"] == "[[P/S/Dup]]\n"
 
 
 def test_a_move_that_would_capture_a_link_rewrites_it_to_keep_its_target() -> None:

@@ -28,8 +28,9 @@ to the moved note, plus any link the moved note would otherwise capture (it now 
 plus, in the moved note itself, relative links whose base folder moved. A rewritten link keeps
 its style (wiki or Markdown, embed or not), its anchor and display text, its form (name only,
 path from the root, `/`-absolute, or relative, with or without `./`), whether it carried the
-`.md` suffix, and its percent-encoding; a name-only link whose name is no longer unique becomes a
-path from the root, as Obsidian writes it. An unresolved link is left as written (it opens the
+`.md` suffix, and its percent-encoding. A bare name is a name however it resolved (a note in the
+linking note's own folder included) and stays a name while it opens the same note; a name that
+no longer does (no longer unique, or shadowed) becomes the path from the root, as Obsidian writes it. An unresolved link is left as written (it opens the
 moved note afterwards if it now names it).
 """
 
@@ -383,9 +384,9 @@ def _new_path(
     forms: list[str] = []
     if link.path.startswith("/"):
         forms.append("/" + plain)
-    elif via == "relative" or link.path.startswith(("./", "../")):
+    elif link.path.startswith(("./", "../")) or (via == "relative" and "/" in link.path):
         forms.append(relative)
-    elif via in ("name", "alias") and "/" not in link.path:
+    elif "/" not in link.path:  # a bare name, however it resolved (by name, alias, or in its folder)
         forms.append(plain.rsplit("/", 1)[-1])
     forms += [plain, "/" + plain]
     for form in forms:
