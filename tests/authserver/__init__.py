@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2
 
+from notewarden.web.oauth import ALL_SCOPES, LEGACY_SCOPES
 from tests.conftest import stop_process
 
 HERE = Path(__file__).resolve().parent
@@ -24,6 +25,8 @@ NODE = (
 CONNECT_CLIENT = "notewarden-connect"
 SERVICE_CLIENT = "resource-tests"
 SERVICE_SECRET = "resource-tests-secret-" + "s" * 24
+SCOPES = (*ALL_SCOPES, *LEGACY_SCOPES)
+"""What it issues: notewarden's scope per right, and the three from before rights (web/oauth.py)."""
 
 
 @dataclass
@@ -68,10 +71,16 @@ def start_authorization_server(
             "grant_types": ["client_credentials"],
             "response_types": [],
             "redirect_uris": [],
-            "scope": "notes:read notes:write notes:delete",
+            "scope": " ".join(SCOPES),
         },
     ]
-    config = {"port": port, "resource": resource, "jwks": {"keys": private_jwks}, "clients": clients}
+    config = {
+        "port": port,
+        "resource": resource,
+        "scopes": list(SCOPES),
+        "jwks": {"keys": private_jwks},
+        "clients": clients,
+    }
     with log.open("ab") as sink:
         process = subprocess.Popen(
             [str(NODE), str(HERE / "server.mjs"), json.dumps(config)], stdout=sink, stderr=sink, cwd=HERE

@@ -1,14 +1,16 @@
 // A real authorization server for the OAuth tests: panva's oidc-provider, pinned in package-lock.json.
 //
-// argv[2] (JSON): {port, resource, jwks: {keys: [private JWKs]}, clients: [oidc-provider client metadata]}
+// argv[2] (JSON): {port, resource, scopes: [...], jwks: {keys: [private JWKs]}, clients: [oidc-provider client metadata]}
 // It issues JWT access tokens for `resource` (RFC 8707 resource indicators) signed with the given keys,
 // by authorization code + PKCE (a person signs in on its development login page: any login name, which
 // becomes `sub`) and by client credentials (`sub` is the client id). Prints "listening <issuer>" when up.
+// `scopes` are notewarden's (tests/authserver/__init__.py SCOPES): one per right, `notewarden:<right>`,
+// and the three from before rights, `notes:*`, so the compatibility path is tested with tokens it issues.
 import Provider from "oidc-provider";
 
 const config = JSON.parse(process.argv[2]);
 const issuer = `http://127.0.0.1:${config.port}`;
-const SCOPES = "notes:read notes:write notes:delete";
+const SCOPES = config.scopes.join(" ");
 
 const provider = new Provider(issuer, {
   clients: config.clients,

@@ -60,7 +60,7 @@ def run_fuzz_lab(base: Path, *, cases: int, seed: int) -> FuzzOutcome:
             other_token=BOB_TOKEN,
             states=states,
             mint=jwt_minter(key),
-            jwt_claims={"iss": ISSUER, "aud": resource, "sub": "fuzz-subject", "scope": "notes:read"},
+            jwt_claims={"iss": ISSUER, "aud": resource, "sub": "fuzz-subject", "scope": "notewarden:read"},
         )
         before_notes, before_private = snapshot(notes), snapshot(private)
         report = run(server.url, seeds, cases=cases, seed=seed, alive=lambda: server.process.poll() is None)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,9 @@ from mcp import Client, StdioServerParameters
 
 from notewarden.config import load_config
 from notewarden.firstrun.commands import ENTRY_HEADING
-from tests.conftest import HttpServer, free_port, start_http_server
+from notewarden.scope.rights import FolderRights, parse_rights
+from tests.conftest import HttpServer, free_port, sha256, start_http_server
+from tests.wire.rawhttp import RawMcp
 
 INTEROP = Path(__file__).resolve().parents[1] / "interop"
 NOTEWARDEN = str(Path(sys.executable).parent / "notewarden")
@@ -259,3 +263,180 @@ async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) ->
         in report
     ), report
     assert f'serve the folder from one config: state_dir = "{desktop_ledger.parent}"' in report
+
+
+# --- rights: init writes them, tokens carry them, doctor shows them ----------------------------------
+
+READ_TOOLS = {
+    "notes_list", "notes_search", "notes_read", "notes_read_many", "notes_history", "notes_tags",
+    "notes_links", "notes_recent", "notes_trash_list",
+}  # fmt: skip
+
+
+def edit_hello(client: RawMcp, home: Home) -> dict[str, Any]:
+    args = {"workspaceUri": f"file://{home.notes}", "noteId": "hello.md"}
+    reply = client.call("notes_edit", {**args, "edits": [{"op": "append", "text": "edited"}]})
+    assert reply.status == 200, reply.text
+    return reply.result
+
+
+def test_init_writes_the_rights_explicitly_with_the_bundles_and_a_grant_example(home: Home) -> None:
+    done = notewarden("init", home.notes, "--principal", "me", env=home.env)
+    assert done.returncode == 0, done.stderr
+    text = home.config.read_text()
+    assert '\nrights = ["maintainer"]\n' in text
+    for bundle, rights in (
+        ("reader", "read"),
+        ("editor", "read, write"),
+        ("maintainer", "read, write, delete"),
+        ("owner", "read, write, delete, purge, publish"),
+    ):
+        assert re.search(rf"^#   {bundle} += {rights} ", text, re.MULTILINE), bundle
+    assert '"maintainer" leaves out purge' in text and 'add them with rights = ["owner"]' in text
+    config = load_config(home.config)
+    assert list(config.principals["me"].grants.values()) == [
+        (FolderRights((), parse_rights(["maintainer"])),)
+    ]
+    # the commented example, uncommented, is a working grant
+    example = re.search(r"^# (\[\[principal\.grant\]\]\n)# (uri = .*\n)# (rights = .*)$", text, re.MULTILINE)
+    assert example is not None, text
+    home.config.write_text(text.replace(example.group(0), "".join(example.groups())))
+    grants = next(iter(load_config(home.config).principals["me"].grants.values()))
+    assert FolderRights(("Archive",), parse_rights(["purge"])) in grants
+
+    printed = done.stdout
+    assert "with the rights read, write, delete (maintainer)." in printed
+    assert 'Left out: purge, publish; add them with rights = ["owner"]' in printed
+    assert f"notewarden serve --config {home.config} --read-only" in printed
+    assert "notewarden token add me --rights reader" in printed
+
+
+def test_init_rights_option(home: Home) -> None:
+    other = home.root / "reader.toml"
+    typo = notewarden("init", home.notes, "--rights", "reader,wrte", "--config", other, env=home.env)
+    assert typo.returncode == 2 and not other.exists()
+    assert "--rights: 'wrte' is not a right; use read, write, delete, purge, publish" in typo.stderr
+    done = notewarden("init", home.notes, "--rights", "editor, publish", "--config", other, env=home.env)
+    assert done.returncode == 0, done.stderr
+    assert '\nrights = ["editor", "publish"]\n' in other.read_text()
+    assert "with the rights read, write, publish (editor, publish)." in done.stdout
+    assert "Left out: delete, purge;" in done.stdout
+
+
+def test_a_token_made_with_rights_carries_only_them_over_http(
+    initialized: tuple[Home, dict[str, str], str, HttpServer],
+) -> None:
+    home, _, full_token, server = initialized
+    home.config.write_text(home.config.read_text() + "# my own note, kept\n")
+    before = home.config.read_bytes()
+    typo = notewarden("token", "add", "me", "--rights", "reed", env=home.env)
+    assert typo.returncode == 2
+    assert (
+        "--rights: 'reed' is not a right; use read, write, delete, purge, publish or a bundle" in typo.stderr
+    )
+    assert home.config.read_bytes() == before, "nothing is written"
+
+    added = notewarden("token", "add", "me", "--rights", "read", env=home.env)
+    assert added.returncode == 0, added.stderr
+    assert "It carries only read (read)." in added.stdout
+    reader = token_of(added.stdout)
+    document = tomllib.loads(home.config.read_text())
+    assert document["principal"][0]["token"] == [{"sha256": sha256(reader), "rights": ["read"]}]
+    assert "# my own note, kept" in home.config.read_text()
+    assert load_config(home.config).credential_for_token(reader) == ("me", parse_rights(["read"]))
+
+    client = RawMcp(server.url, reader)  # the server reads the edited file on this request
+    assert {t["name"] for t in client.request("tools/list").result["tools"]} == READ_TOOLS
+    listed = client.call("notes_list", {"workspaceUri": f"file://{home.notes}"})
+    assert [n["id"] for n in listed.result["structuredContent"]["notes"]] == ["hello.md"]
+    refused = edit_hello(client, home)
+    error = refused["structuredContent"]["error"]
+    assert refused["isError"] and error["code"] == "right_missing" and error["right"] == "write"
+    assert "your credential carries only read: use one with write" in error["message"], error
+    client.close()
+    assert (home.notes / "hello.md").read_text() == "# Hello\n\nfirst note\n"
+    full = RawMcp(server.url, full_token)
+    assert not edit_hello(full, home).get("isError"), "the principal itself may write"
+    full.close()
+
+    wider = notewarden("token", "add", "me", "--rights", "owner", env=home.env)
+    assert wider.returncode == 0, wider.stderr
+    assert "It carries only read, write, delete (owner)." in wider.stdout
+    assert "'me' is not granted purge, publish, so neither is the token" in wider.stdout
+
+
+def test_revoke_finds_a_token_in_either_form(home: Home) -> None:
+    assert notewarden("init", home.notes, "--principal", "me", env=home.env).returncode == 0
+    made = {
+        rights: token_of(notewarden("token", "add", "me", *rights, env=home.env).stdout)
+        for rights in ((), ("--rights", "reader"), ("--rights", "editor"))
+    }
+    config = load_config(home.config)
+    assert {config.credential_for_token(t) for t in made.values()} == {
+        ("me", None),
+        ("me", parse_rights(["reader"])),
+        ("me", parse_rights(["editor"])),
+    }
+    narrowed = made[("--rights", "reader")]
+    revoked = notewarden("token", "revoke", "me", env=home.env, stdin=narrowed + "\n")
+    assert revoked.returncode == 0, revoked.stderr
+    assert "Revoked 1 token(s)" in revoked.stdout and narrowed not in revoked.stdout + revoked.stderr
+    config = load_config(home.config)
+    assert config.principal_for_token(narrowed) is None
+    assert (
+        config.principal_for_token(made[()])
+        == config.principal_for_token(made[("--rights", "editor")])
+        == "me"
+    )
+    again = notewarden("token", "revoke", "me", env=home.env, stdin=narrowed + "\n")
+    assert again.returncode == 2 and "nothing was changed" in again.stderr
+
+    everything = notewarden("token", "revoke", "me", "--all", env=home.env)
+    assert everything.returncode == 0 and "Revoked 2 token(s)" in everything.stdout
+    document = tomllib.loads(home.config.read_text())
+    assert "token" not in document["principal"][0] and "token_sha256" not in document["principal"][0]
+    assert all(load_config(home.config).principal_for_token(t) is None for t in made.values())
+    none_left = notewarden("token", "revoke", "me", "--all", env=home.env)
+    assert none_left.returncode == 2 and "has no tokens" in none_left.stderr
+
+
+def test_doctor_shows_rights_per_grant_and_warns_when_nobody_may_publish(home: Home) -> None:
+    assert notewarden("init", home.notes, "--principal", "me", env=home.env).returncode == 0
+    status, report = doctor(home)
+    assert status == 0, report
+    assert f"  ok    rights         me: file://{home.notes} read, write, delete (maintainer)\n" in report
+    text = home.config.read_text()
+    home.config.write_text(
+        text.replace(
+            "\n[stdio]",
+            f'\n[[principal.grant]]\nuri = "file://{home.notes}/Drafts"\nrights = ["publish"]\n\n[stdio]',
+        )
+        .replace('rights = ["maintainer"]', 'rights = ["editor"]')
+        .replace("\n[stdio]", '\n[[principal]]\nid = "nobody"\n\n[stdio]')
+    )
+    status, report = doctor(home)
+    assert status == 0, report
+    assert (
+        f"  ok    rights         me: file://{home.notes} read, write (editor); "
+        f"file://{home.notes}/Drafts read, publish\n" in report
+    ), report
+    assert "  WARN  rights         nobody holds no rights anywhere" in report
+
+    home.config.write_text(
+        text
+        + '\n[publish]\n[[publish.target]]\nid = "blog"\ntitle = "Team blog"\n'
+        + 'url = "https://blog.example.com/api/notes"\nauth = "bearer"\n'
+    )
+    status, report = doctor(home)
+    assert status == 0, report
+    assert (
+        "  WARN  rights         1 [publish] target(s) configured, but no principal holds the right publish"
+        in report
+    )
+    assert (
+        'fix: add publish to the rights of who may publish, e.g. rights = ["maintainer", "publish"]' in report
+    )
+    home.config.write_text(home.config.read_text().replace('rights = ["maintainer"]', 'rights = ["owner"]'))
+    status, report = doctor(home)
+    assert "[publish] target(s)" not in report
+    assert f"me: file://{home.notes} read, write, delete, purge, publish (owner)" in report

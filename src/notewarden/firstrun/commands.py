@@ -1,7 +1,7 @@
 """`notewarden init` and `notewarden token add|revoke`: a working config in one command.
 
-    notewarden init [DIR ...] [--http] [--port N] [--principal NAME] [--config FILE]
-    notewarden token add PRINCIPAL [--grant URI ...] [--config FILE]
+    notewarden init [DIR ...] [--http] [--port N] [--principal NAME] [--rights R] [--config FILE]
+    notewarden token add PRINCIPAL [--rights R] [--grant URI ...] [--config FILE]
     notewarden token revoke PRINCIPAL [--all] [--config FILE]      # the token on stdin
 
 Rules:
@@ -10,6 +10,10 @@ Rules:
 2. `init` never replaces a config: a second run says how to add a token instead.
 3. `revoke` reads the token to revoke from stdin (not argv, which `ps` shows); `--all` revokes
    every token of the principal. Running servers stop accepting it on their next request.
+4. `--rights R` (comma-separated rights or bundles) is checked before anything is written. For
+   `init` it is the principal's rights (default `INIT_RIGHTS`); for `token add` what the token
+   carries, at most its principal's (without it, a token carries all of them). Both say what was
+   left out and how to run a read-only assistant.
 """
 
 from __future__ import annotations
@@ -30,14 +34,18 @@ from notewarden.firstrun.client_entries import (
     notewarden_command,
 )
 from notewarden.firstrun.config_file import (
+    INIT_RIGHTS,
     add_token,
     default_config_path,
     new_config_text,
     new_token,
+    parse_rights_option,
+    principal_rights,
     revoke_tokens,
     token_hash,
     write_config_file,
 )
+from notewarden.scope.rights import ALL_RIGHTS, Right, describe_rights, parse_rights
 
 __all__ = ["ENTRY_HEADING", "run_init", "run_token"]
 
@@ -74,8 +82,10 @@ def run_init(
     principal: str | None,
     config: str | None,
     state_dir: str | None,
+    rights: str | None = None,
     out: TextIO = sys.stdout,
 ) -> int:
+    names = INIT_RIGHTS if rights is None else parse_rights_option("--rights", rights)  # Rule 4
     folders = list(directories) or ["."]
     workspaces = config_for_directories(folders).workspaces  # refuses a folder that does not exist
     who = principal or default_principal()
@@ -89,11 +99,13 @@ def run_init(
         state_dir=Path(state_dir).expanduser().absolute() if state_dir else None,
         http_port=port if http else None,
         token_sha256=token_hash(token) if token else None,
+        rights=names,
     )
     write_config_file(path, text, replace=False)  # Rule 2
     print(f"Wrote {path} (mode 0600): principal {who!r} may use", file=out)
     for uri in workspaces:
         print(f"  {uri}", file=out)
+    print_rights(who, names, path, out)
     if token is not None:
         print_token(who, token, out)
     print("\nCheck it:  notewarden doctor" + ("" if config is None else f" --config {path}"), file=out)
@@ -106,22 +118,57 @@ def run_init(
     return 0
 
 
+def print_rights(principal: str, names: Sequence[str], path: Path, out: TextIO) -> None:
+    """Rule 4: what the principal may do, what that leaves out, and the read-only assistant."""
+    held = parse_rights(names)
+    print(f"with the rights {describe_rights(held)} ({', '.join(names)}).", file=out)
+    left_out = ALL_RIGHTS - held
+    if left_out:
+        print(f'Left out: {describe_rights(left_out)}; add them with rights = ["owner"] in {path}.', file=out)
+    print("\nA read-only assistant (it may read and search, never change a note):", file=out)
+    print(f"  notewarden serve --config {path} --read-only", file=out)
+    print(f"  or over HTTP, a token of its own: notewarden token add {principal} --rights reader", file=out)
+
+
+def print_token_rights(
+    principal: str, names: Sequence[str] | None, granted: frozenset[Right], out: TextIO
+) -> None:
+    """Rule 4: what the new token carries: its rights, never more than its principal's grants."""
+    if names is None:
+        print(f"It carries all of {principal!r}'s rights ({describe_rights(granted)}).", file=out)
+        return
+    asked = parse_rights(names)
+    print(f"It carries only {describe_rights(asked & granted)} ({', '.join(names)}).", file=out)
+    beyond = asked - granted
+    if beyond:
+        print(
+            f"{principal!r} is not granted {describe_rights(beyond)}, so neither is the token: a token "
+            "narrows its principal's rights, never widens them.",
+            file=out,
+        )
+
+
 def run_token(
     action: str,
     principal: str,
     *,
     config: str | None,
     grant: Sequence[str] = (),
+    rights: str | None = None,
     revoke_all: bool = False,
     stdin: TextIO = sys.stdin,
     out: TextIO = sys.stdout,
 ) -> int:
     path = Path(config).expanduser() if config else default_config_path()
     if action == "add":
-        token = add_token(path, principal, grant=grant)
+        names = None if rights is None else parse_rights_option("--rights", rights)  # Rule 4
+        token = add_token(path, principal, grant=grant, rights=names)
         print(f"Added a token for {principal!r} to {path}.", file=out)
+        print_token_rights(principal, names, principal_rights(path, principal), out)
         print_token(principal, token, out)
         return 0
+    if rights is not None:
+        raise ConfigError("--rights goes with `token add`; `token revoke` finds a token whatever its rights")
     if revoke_all:
         removed = revoke_tokens(path, principal, token=None)
     else:

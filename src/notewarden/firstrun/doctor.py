@@ -8,6 +8,8 @@ Rules:
    Databases are opened read-only.
 3. Exit status: 0 when nothing failed, 1 when something did, 2 when the config cannot be read
    (then nothing else is checked).
+4. Rights are shown as the server reads them: one line per principal, each grant (a workspace or
+   a folder in one) with its rights, a bundle's name where they are exactly one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Literal, TextIO
 from notewarden.config import Config, ConfigError, load_config
 from notewarden.firstrun.config_file import default_config_path
 from notewarden.notes.ownership import sharing_refusal
+from notewarden.scope.rights import BUNDLES, Right, describe_rights
 from notewarden.sealing import KEYS_ENV, SealingKeyError, keys_from_env
 from notewarden.trashcommand import trash_reports
 
@@ -254,6 +257,42 @@ def _clients(config: Config) -> Iterator[Finding]:
         yield Finding("ok", "http", f"principals with credentials: {', '.join(http_ready) or 'none yet'}")
 
 
+def _spelled(rights: frozenset[Right]) -> str:
+    """Rule 4: `read, write, delete (maintainer)`."""
+    bundle = next((name for name, held in BUNDLES.items() if held == rights), None)
+    return describe_rights(rights) + (f" ({bundle})" if bundle else "")
+
+
+def _rights(config: Config) -> Iterator[Finding]:
+    """What each principal may do where (Rule 4), and publish targets nobody may publish to."""
+    for principal in config.principals.values():
+        grants = [(w.joinpath(g.folder), g.rights) for w, held in principal.grants.items() for g in held]
+        if not any(rights for _, rights in grants):
+            yield Finding(
+                "warn",
+                "rights",
+                f"{principal.id} holds no rights anywhere: every call it makes is refused",
+                f'give it rights: rights = ["reader"] under its [[principal]] (id = "{principal.id}")',
+            )
+            continue
+        shown = "; ".join(f"{uri} {_spelled(rights)}" for uri, rights in grants)
+        yield Finding("ok", "rights", f"{principal.id}: {shown}")
+    targets = config.publish.targets
+    publishers = [
+        p.id
+        for p in config.principals.values()
+        if any(Right.PUBLISH in g.rights for held in p.grants.values() for g in held)
+    ]
+    if targets and not publishers:
+        yield Finding(
+            "warn",
+            "rights",
+            f"{len(targets)} [publish] target(s) configured, but no principal holds the right publish "
+            "(a grant without rights gives maintainer, which leaves it out): notes_publish is refused to all",
+            'add publish to the rights of who may publish, e.g. rights = ["maintainer", "publish"]',
+        )
+
+
 CHECKS: Sequence[Callable[[Config], Iterator[Finding]]] = (
     _folder,
     _state_dir,
@@ -263,6 +302,7 @@ CHECKS: Sequence[Callable[[Config], Iterator[Finding]]] = (
     _sealing_keys,
     _postgres,
     _clients,
+    _rights,
 )
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 

@@ -9,14 +9,16 @@ It replaces the SDK's `RequireAuthMiddleware`, whose challenge always says
 | no credentials                              | 401    | `Bearer resource_metadata="…", scope="…"` (no error attribute)    |
 | credentials that do not verify              | 401    | `Bearer error="invalid_token", …, resource_metadata="…", scope="…"` |
 | valid token, `sub` mapped to no principal   | 403    | none; JSON body `{"error": "access_denied", …}`                  |
-| valid token lacking the scope this needs    | 403    | `Bearer error="insufficient_scope", scope="…", resource_metadata="…"` |
+| OAuth token lacking the scope this needs    | 403    | `Bearer error="insufficient_scope", scope="…", resource_metadata="…"` |
 
 The scopes a request needs are the rights it needs (`web.oauth` Rule 3): `notewarden:read` for
 every request, and for a `tools/call` the scope of the tool's right; a body over the size cap is
-passed on to the SDK, which answers 413. A token lacking a right that the principal's grants hold
-somewhere gets the step-up challenge (asking again, with that scope, can help); a right the
-principal holds nowhere is not asked for: the request goes on, and the tool refuses it naming the
-right and who grants it (no token could help).
+passed on to the SDK, which answers 413. An OAuth access token lacking a right that the
+principal's grants hold somewhere gets the step-up challenge (asking the authorization server
+again, with that scope, can help). Nothing else is challenged, because no new token could help:
+a right the principal holds nowhere, or one a configured token was made without
+(`[[principal.token]]`, whose rights are fixed). The request goes on, and the tool refuses it
+(`right_missing`) naming the right and who grants it: the operator, or a credential made with it.
 `resource_metadata` is present only when `[oauth]` is configured, and the wording of a 401 names
 the credentials this server takes: its configured tokens, and OAuth access tokens only with `[oauth]`.
 The 503's reason (`Grants.problem`) is safe to show: it says the file is invalid, not what is in it.
@@ -35,7 +37,7 @@ from notewarden.config import Config
 from notewarden.scope.grants import Grants
 from notewarden.scope.rights import Right
 from notewarden.web.body import peek_body
-from notewarden.web.oauth import challenge_scopes, rights_of_scopes
+from notewarden.web.oauth import challenge_scopes, from_authorization_server, rights_of_scopes
 
 __all__ = ["RefreshConfig", "RequireScopes"]
 
@@ -125,7 +127,7 @@ class RequireScopes:
             )
             return
         missing = required - rights_of_scopes(token.scopes)
-        askable = missing & self.rights_held(token.subject)
+        askable = missing & self.rights_held(token.subject) if from_authorization_server(token) else set()
         if askable:
             required -= missing - askable  # never ask for a scope that cannot help
             await self.challenge(

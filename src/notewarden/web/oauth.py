@@ -3,7 +3,8 @@
 Rule 1: a credential is a bearer token in the Authorization header, nothing else. Two kinds:
 static tokens (their SHA-256 listed under a `[[principal]]`: all of its rights, or under
 `[[principal.token]]` with fewer) and, with an `[oauth]` table, JWT access tokens from one
-authorization server.
+authorization server. Only the second kind has a `resource` (the audience it was verified for):
+`from_authorization_server` tells them apart, since only there can asking again for a scope help.
 
 Rule 2: a JWT is accepted only when all of these hold (PyJWT does the checking):
 
@@ -33,24 +34,32 @@ old token gets the `403` step-up naming it.
 
 Rule 4: rejection reasons are logged (never the token) and the client sees the RFC 6750 challenge
 of `web.authz`; the token never leaves this module.
+
+Rule 5: the protected-resource metadata (RFC 9728) states `resource` and `authorization_servers`
+exactly as configured, character for character: a client compares the issuer it is given with the
+authorization server's own `issuer` (RFC 8414 §3.3) and the `resource` with the URL it asked about
+(RFC 9728 §3.3) as strings, so no URL type may normalize them (`https://auth.example.com` must not
+come back as `https://auth.example.com/`). `scopes_supported` is `ALL_SCOPES`, one per right; the
+legacy scopes of Rule 3a are accepted but never advertised.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 import jwt
-from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
-from mcp.shared.auth import ProtectedResourceMetadata
-from pydantic import AnyHttpUrl
+from mcp.server.auth.routes import cors_middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
 from notewarden.config import Config, OAuthSettings
@@ -59,10 +68,13 @@ from notewarden.scope.rights import ALL_RIGHTS, Right, implied
 __all__ = [
     "ALL_SCOPES",
     "LEGACY_SCOPES",
+    "METADATA_PATH",
     "BearerVerifier",
     "InvalidToken",
     "JwtVerifier",
     "challenge_scopes",
+    "from_authorization_server",
+    "protected_resource_metadata",
     "protected_resource_routes",
     "resource_metadata_url",
     "rights_of_scopes",
@@ -80,6 +92,8 @@ LEGACY_SCOPES: Final[dict[str, frozenset[Right]]] = {
 }
 """Rule 3a: the scopes before rights, each as the rights all of whose tools it allowed."""
 URL_KEYS_COOLDOWN_SECONDS: Final = 30.0
+METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
+METADATA_MAX_AGE_SECONDS: Final = 3600
 
 
 def scope_of(right: Right) -> str:
@@ -104,6 +118,12 @@ def challenge_scopes(needed: Iterable[Right]) -> list[str]:
     if len(wanted) > 1:
         wanted.discard(Right.READ)
     return [scope_of(r) for r in Right if r in wanted]
+
+
+def from_authorization_server(token: AccessToken) -> bool:
+    """Rule 1: a verified JWT access token (another, with more scopes, can be asked for), not a
+    configured token (whose rights are fixed in the configuration)."""
+    return token.resource is not None
 
 
 class InvalidToken(Exception):
@@ -267,19 +287,33 @@ class BearerVerifier:
 
 
 def resource_metadata_url(settings: OAuthSettings) -> str:
-    return str(build_resource_metadata_url(AnyHttpUrl(settings.resource)))
+    """RFC 9728 §3.1: the well-known path inserted between `resource`'s host and its path (a path of
+    just `/` is dropped), on `resource` as configured."""
+    parts = urlsplit(settings.resource)
+    path = "" if parts.path == "/" else parts.path
+    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{path}"
+
+
+def protected_resource_metadata(settings: OAuthSettings) -> dict[str, Any]:
+    """Rule 5: the RFC 9728 document, with the configured strings as given."""
+    return {
+        "resource": settings.resource,
+        "authorization_servers": list(settings.authorization_servers),
+        "scopes_supported": list(ALL_SCOPES),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "notewarden",
+    }
 
 
 def protected_resource_routes(settings: OAuthSettings) -> list[Route]:
-    """RFC 9728 metadata at the path-inserted well-known URL of `resource` and at the root one."""
-    metadata = ProtectedResourceMetadata(
-        resource=AnyHttpUrl(settings.resource),
-        authorization_servers=[AnyHttpUrl(u) for u in settings.authorization_servers],
-        scopes_supported=list(ALL_SCOPES),
-        bearer_methods_supported=["header"],
-        resource_name="notewarden",
-    )
-    endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
-    paths = {"/.well-known/oauth-protected-resource"}
-    paths.add(AnyHttpUrl(resource_metadata_url(settings)).path or "/.well-known/oauth-protected-resource")
+    """RFC 9728 metadata at the path-inserted well-known URL of `resource` and at the root one, for
+    GET and the CORS preflight (a browser-based client reads it from another origin)."""
+    body = json.dumps(protected_resource_metadata(settings)).encode()
+    headers = {"Cache-Control": f"public, max-age={METADATA_MAX_AGE_SECONDS}"}
+
+    async def metadata(_: Request) -> Response:
+        return Response(body, media_type="application/json", headers=headers)
+
+    endpoint = cors_middleware(metadata, ["GET", "OPTIONS"])
+    paths = {METADATA_PATH, urlsplit(resource_metadata_url(settings)).path}
     return [Route(p, endpoint=endpoint, methods=["GET", "OPTIONS"]) for p in sorted(paths)]
