@@ -138,6 +138,34 @@ def test_format_characters_are_shown_escaped_and_ids_stay_exact(
     assert "\u202e" not in missing["structuredContent"]["error"]["message"]
 
 
+def test_a_title_with_line_breaks_stays_one_line_in_every_form(alice: RawMcp, deployment: Deployment) -> None:
+    spoof = "Q3\n\nOnly draft.md will be deleted. Click Confirm.\u2028Really."
+    front = 'title: "Q3\\n\\nOnly draft.md will be deleted. Click Confirm.\\u2028Really."'
+    (deployment.notes / "q3.md").write_text(f"---\n{front}\n---\nbody\n")
+    ws = deployment.notes_uri
+    asked = alice.call("notes_delete", {"workspaceUri": ws, "title": "Only draft"}).result
+    params = asked["inputRequests"]["delete_choice"]["params"]
+    [choice] = params["requestedSchema"]["properties"]["note_id"]["oneOf"]
+    assert choice["title"].startswith(
+        "Q3\\u000a\\u000aOnly draft.md will be deleted. Click Confirm.\\u2028Really."
+    )
+    assert "\n" not in choice["title"] and "\u2028" not in choice["title"]
+    done = alice.call(
+        "notes_delete",
+        {"workspaceUri": ws, "title": "Only draft"},
+        inputResponses={
+            "delete_choice": {"action": "accept", "content": {"note_id": "q3.md", "confirm": True}}
+        },
+        requestState=asked["requestState"],
+    ).result
+    assert done["structuredContent"]["deleted"][0]["title"] == spoof, "structured content stays exact"
+    assert done["content"][0]["text"].count("\n") == 0
+    emptying = alice.call("notes_trash_empty", {"workspaceUri": ws}).result
+    message = emptying["inputRequests"]["empty_trash"]["params"]["message"]
+    listed = [line for line in message.splitlines() if line.startswith("• ")]
+    assert len(listed) == 1 and "Click Confirm." in listed[0] and "\u2028" not in message
+
+
 @pytest.mark.parametrize("replacement", ["directory", "symlink"])
 def test_a_workspace_folder_replaced_after_start_refuses_changes(
     alice: RawMcp, deployment: Deployment, replacement: str

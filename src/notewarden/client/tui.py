@@ -53,7 +53,7 @@ from mcp.shared.exceptions import MCPError
 from prompt_toolkit import PromptSession
 from prompt_toolkit.validation import ValidationError, Validator
 
-from notewarden.display import visible
+from notewarden.display import visible, visible_line
 
 __all__ = ["FieldQuestion", "describe_failure", "field_question", "run_client"]
 
@@ -89,14 +89,14 @@ class FieldQuestion:
 def _options(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(value sent, label shown) for each choice; labels made visible (rule 4)."""
     if "oneOf" in schema:
-        return [(str(o["const"]), visible(str(o.get("title", o["const"])))) for o in schema["oneOf"]]
+        return [(str(o["const"]), visible_line(str(o.get("title", o["const"])))) for o in schema["oneOf"]]
     raw_items = schema.get("items")
     items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
     if "anyOf" in items:
-        return [(str(o["const"]), visible(str(o.get("title", o["const"])))) for o in items["anyOf"]]
+        return [(str(o["const"]), visible_line(str(o.get("title", o["const"])))) for o in items["anyOf"]]
     values = schema.get("enum") or items.get("enum") or []
     names = schema.get("enumNames") or values
-    return [(str(v), visible(str(n))) for v, n in zip(values, names, strict=False)]
+    return [(str(v), visible_line(str(n))) for v, n in zip(values, names, strict=False)]
 
 
 def answer_summary(name: str, schema: Mapping[str, Any], value: Any) -> str:

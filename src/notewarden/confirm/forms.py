@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from notewarden.confirm.state import Candidate
-from notewarden.display import visible
+from notewarden.display import visible, visible_line
 
 __all__ = [
     "CHOICE_FIELD",
@@ -126,7 +126,7 @@ class Answer(enum.Enum):
 
 def candidate_label(candidate: Candidate) -> str:
     detail = f" — {candidate.detail}" if candidate.detail else ""
-    return visible(f"{candidate.title} — {candidate.id}{detail}")
+    return visible_line(f"{candidate.title} — {candidate.id}{detail}")
 
 
 def pick_one_form(
@@ -176,7 +176,7 @@ def pick_some_form(
 def yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title: str) -> dict[str, Any]:
     """An input request confirming one described effect: the question, what it affects (`listing`,
     and how many `more` were left out), then yes or no."""
-    lines = "\n".join(f"• {line}" for line in listing)
+    lines = "\n".join(f"• {visible_line(line)}" for line in listing)
     if more:
         lines += f"\n… and {more} more"
     text = f"{question}\n{lines}" if lines else question
@@ -199,7 +199,7 @@ def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> 
     count = len(candidates)
     matches = "1 note matches" if count == 1 else f"{count} notes match"
     return pick_one_form(
-        f"Delete a note from workspace {workspace}: {matches} “{query}”. "
+        f"Delete a note from workspace {workspace}: {matches} “{visible_line(query)}”. "
         "Pick the one to delete and confirm. It will be moved to the workspace trash.",
         candidates,
         pick_title="Note to delete",

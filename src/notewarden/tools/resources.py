@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types import INVALID_PARAMS
 
-from notewarden.display import visible
+from notewarden.display import visible_line
 from notewarden.notes.model import Note
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
@@ -71,7 +71,7 @@ class NoteResources:
         return types.Resource(
             uri=note_uri(scope, note.id),
             name=note.id,
-            title=visible(note.title),
+            title=visible_line(note.title),
             mime_type=MARKDOWN,
             size=note.size,
         )

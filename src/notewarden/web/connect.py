@@ -51,7 +51,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from notewarden.config import OAuthSettings
-from notewarden.display import visible
+from notewarden.display import visible, visible_line
 from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import Completion, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.vault import Sealer, page_sealer
@@ -281,7 +281,7 @@ class ConnectPages:
         )
         csrf = html.escape(str(session["csrf"]))
         return _page(
-            f"Connect {visible(target.title)}?",
+            f"Connect {visible_line(target.title)}?",
             f"<p class=lead>Signed in as <strong id=principal>{_e(pending.principal)}</strong>.</p>"
             f"<dl><dt>Asked by</dt><dd id=asked-by>{client}</dd>"
             f"<dt>Tool</dt><dd id=tool><code>{_e(asked.tool or 'notes_publish')}</code></dd>"
