@@ -32,6 +32,7 @@ from typing import Any
 from bench.load import McpHttp, percentile
 from bench.servers import notewarden_config, start_notewarden
 from notewarden.config import load_config
+from notewarden.notes.history import Change
 from notewarden.scope.rights import Caller, Right
 from notewarden.services import open_services
 
@@ -191,7 +192,10 @@ def _create_rows(config: Path) -> None:
             Caller("bench", Right.WRITE), str(services.config.workspaces[0])
         )
         for name, size in SIZES.items():
-            services.store.create_note(scope, f"{name.replace(' ', '')}.md", note_text(size).encode())
+            setup = Change("bench", "bench_setup", "a note of the bench")
+            services.store.create_note(
+                scope, f"{name.replace(' ', '')}.md", note_text(size).encode(), change=setup
+            )
     finally:
         services.close()
 

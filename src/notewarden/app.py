@@ -127,6 +127,13 @@ def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     return (info.title or info.name) if info is not None else ""
 
 
+def client_version(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The version the client gives in `clientInfo` (unverified), for the record of a change."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return info.version if info is not None else ""
+
+
 def build_server(
     services: Services,
     *,
@@ -170,6 +177,7 @@ def build_server(
             else None,
             live=live_elicitation(ctx),
             client_name=client_name(ctx),
+            client_version=client_version(ctx),
             credential_rights=credential_rights(ctx),
         )
         return await registry.call(call)

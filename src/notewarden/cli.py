@@ -1,7 +1,7 @@
 """Command line: `notewarden serve`, `notewarden init`, `notewarden doctor`, and the rest.
 
-notewarden init [DIR ...] [--http] [--port N]            # write a config, print client entries
-notewarden token add|revoke PRINCIPAL [--config FILE]   # a new bearer token (shown once) / revoke
+notewarden init [DIR ...] [--http] [--rights R]          # write a config, print client entries
+notewarden token add|revoke PRINCIPAL [--rights R]       # a new bearer token (shown once) / revoke
 notewarden doctor [--config FILE]                        # pass/fail list with fixes; exit 1 on a fail
 notewarden serve --workspace DIR [--workspace DIR ...]   # stdio, principal "local"
 notewarden serve --config FILE [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
@@ -9,6 +9,7 @@ notewarden serve ... --read-only | --rights RIGHTS      # what this server may d
 notewarden demo                                          # the walkthrough
 notewarden db upgrade --config FILE                      # create / upgrade the database schema
 notewarden db status --config FILE                       # schema versions, row counts, expiry
+notewarden audit [--workspace URI] [--principal P] [--since 7d] [--json]   # who changed what
 notewarden import FOLDER --config FILE --workspace URI   # a markdown folder into a SQL store
 notewarden export FOLDER --config FILE --workspace URI   # a SQL store's workspace into a new folder
 notewarden takeover DIR (--config FILE | --state-dir DIR)  # own a folder whose owner ledger is gone
@@ -27,6 +28,7 @@ from pathlib import Path
 import anyio
 
 from notewarden import __version__
+from notewarden.auditcommand import SINCE_HELP
 from notewarden.config import Config, ConfigError, config_for_directories, load_config
 from notewarden.ledger import LedgerUnavailable
 from notewarden.logs import configure_logging
@@ -80,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument(
         "--state-dir", metavar="DIR", help="ledger, key and index (default ~/.local/state/notewarden)"
     )
+    init.add_argument(
+        "--rights",
+        metavar="RIGHTS",
+        help="comma-separated rights or bundles the principal gets (default maintainer: read, write, delete)",
+    )
 
     token = sub.add_parser("token", help="add a bearer token for a principal (shown once), or revoke tokens")
     token.add_argument("action", choices=["add", "revoke"])
@@ -93,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="URI",
         help="add: create PRINCIPAL with this workspace",
+    )
+    token.add_argument(
+        "--rights",
+        metavar="RIGHTS",
+        help="add: comma-separated rights or bundles the token carries, at most PRINCIPAL's "
+        "(default: all of PRINCIPAL's), e.g. --rights reader",
     )
     token.add_argument(
         "--all", action="store_true", help="revoke: every token of PRINCIPAL (else one, from stdin)"
@@ -112,6 +125,22 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="the database schema: upgrade it, or show its state")
     db.add_argument("action", choices=["upgrade", "status"])
     db.add_argument("--config", metavar="FILE", required=True, help="the TOML configuration file")
+
+    audit = sub.add_parser(
+        "audit",
+        help="the record of every change, newest first (the operator's: every principal's)",
+        description="The record of every change made through notewarden, newest first: one line per "
+        "change, the notes it touched under it. The client's name and version are what the client "
+        "said (unverified). Reads the configuration's database directly; see docs/permissions.md.",
+    )
+    audit.add_argument(
+        "--config", metavar="FILE", help="the config (default ~/.config/notewarden/notewarden.toml)"
+    )
+    audit.add_argument("--workspace", metavar="URI", help="only this [[workspace]] uri's records")
+    audit.add_argument("--principal", metavar="P", help="only the changes this principal made")
+    audit.add_argument("--since", metavar="WHEN", help=SINCE_HELP)
+    audit.add_argument("--limit", metavar="N", type=int, default=100, help="at most N records (default 100)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per record and line")
 
     for action, helps in {
         "import": (
@@ -256,12 +285,18 @@ def main(argv: list[str] | None = None) -> int:
                 principal=args.principal,
                 config=args.config,
                 state_dir=args.state_dir,
+                rights=args.rights,
             )
         if args.command == "token":
             from notewarden.firstrun.commands import run_token
 
             return run_token(
-                args.action, args.principal, config=args.config, grant=args.grant, revoke_all=args.all
+                args.action,
+                args.principal,
+                config=args.config,
+                grant=args.grant,
+                rights=args.rights,
+                revoke_all=args.all,
             )
         if args.command == "doctor":
             from notewarden.firstrun.doctor import run_doctor
@@ -275,6 +310,18 @@ def main(argv: list[str] | None = None) -> int:
             from notewarden.dbcommand import run_db_command
 
             return run_db_command(args.action, load_config(args.config))
+        if args.command == "audit":
+            from notewarden.auditcommand import run_audit
+            from notewarden.firstrun.config_file import default_config_path
+
+            return run_audit(
+                load_config(args.config or default_config_path()),
+                workspace=args.workspace,
+                principal=args.principal,
+                since=args.since,
+                limit=args.limit,
+                as_json=args.json,
+            )
         if args.command in ("import", "export"):
             from notewarden.transfer import run_transfer
 

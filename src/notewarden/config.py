@@ -62,6 +62,9 @@ the resulting `Config` through `scope.grants.GrantConfig` without importing this
     max_versions = 50                          # per note, newest kept
     max_age_days = 90                          # older versions go (those of trashed notes stay)
 
+    [audit]                                    # the record of every change (notes/change_log.py)
+    retention_days = 365                       # older records go; `notewarden audit` shows them
+
     [storage]                                  # read at start-up; see docs/deployment.md
     notes = "files"                            # "files" (default), "sqlite" or "postgres"
     ledger = "sqlite"                          # "sqlite" (default) or "postgres"
@@ -95,6 +98,7 @@ from pydantic import (
 from pydantic.dataclasses import dataclass as table
 
 from notewarden.ledger import DURABILITY_LEVELS, Durability
+from notewarden.notes.change_log import RecordRetention
 from notewarden.notes.daily import DEFAULT_FORMAT, DailyNotes, format_moment
 from notewarden.notes.history import Retention
 from notewarden.publish.config import PublishSettings, parse_publish
@@ -373,6 +377,12 @@ class _File:
     publish: Table = None  # publish/config.py checks it
     storage: Table = None
     history: Table = None
+    audit: Table = None
+
+
+@table(frozen=True, config=FORBID)
+class _Audit:
+    retention_days: Annotated[Seconds, between(1, 36_500, "a number of days")] = 365.0
 
 
 @table(frozen=True, config=FORBID)
@@ -395,6 +405,7 @@ class Config:
     publish: PublishSettings = dataclasses.field(default_factory=PublishSettings)  # see publish/config.py
     storage: StorageSettings = dataclasses.field(default_factory=StorageSettings)
     history: Retention = dataclasses.field(default_factory=Retention)
+    audit: RecordRetention = dataclasses.field(default_factory=RecordRetention)
     daily_notes: Mapping[FileUri, DailyNotes] = dataclasses.field(default_factory=dict)  # [workspace.daily]
 
     def principal_for_token(self, token: str) -> str | None:
@@ -490,6 +501,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
             raise ConfigError(f"[stdio] principal {stdio_principal!r} is not a [[principal]]")
 
     history = validate_table(_History, top.history or {}, "[history]")
+    audit = validate_table(_Audit, top.audit or {}, "[audit]")
     return Config(
         state_dir=top.state_dir or default_state_dir(),
         workspaces=tuple(workspaces),
@@ -504,6 +516,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         publish=parse_publish(top.publish),
         storage=parse_storage(top.storage or {}),
         history=Retention(max_versions=history.max_versions, max_age_days=history.max_age_days),
+        audit=RecordRetention(retention_days=audit.retention_days),
         daily_notes=daily_notes,
     )
 

@@ -20,17 +20,23 @@ and in `notes_move` with link rewriting (the notes stores):
 
     move_rewriting  half of the linking notes rewritten, the note not moved, nothing committed
     move_committed  committed, the move's journal not yet removed
+
+and in every other write of the notes stores (create, update, edit, revert, move, restore):
+
+    write_uncommitted  the change made (the files store: its file step done) and its record written
+                       (`notes.change_log`), not committed
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["CONFIRM_POINTS", "MOVE_POINTS", "POINTS", "fault_point", "install", "installed"]
+__all__ = ["CONFIRM_POINTS", "MOVE_POINTS", "POINTS", "WRITE_POINTS", "fault_point", "install", "installed"]
 
 CONFIRM_POINTS = ("after_claim", "after_mutation", "after_commit")
 MOVE_POINTS = ("move_rewriting", "move_committed")
-POINTS = CONFIRM_POINTS + MOVE_POINTS
+WRITE_POINTS = ("write_uncommitted",)
+POINTS = CONFIRM_POINTS + MOVE_POINTS + WRITE_POINTS
 
 FaultHook = Callable[[str], None]
 _hooks: dict[str, FaultHook] = {}

@@ -19,6 +19,7 @@ from notewarden.config import Config, load_config
 from notewarden.faults import installed as installed_faults
 from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import ChangeLog
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.ownership import (
     OwnerMarker,
@@ -64,6 +65,8 @@ class Services:
     store: NoteStore
     sealing_keys: list[bytes]
     connections: Connections | None = None  # notes_publish: pending URL-mode steps, sealed credentials
+    changes: ChangeLog = field(default_factory=ChangeLog)
+    """Where each change's record goes (`notes.change_log`): shared with the store, for notes_publish."""
     trash: dict[str, WorkspaceTrash] = field(default_factory=dict)
     """Per workspace folder (files store only): the rule of `notes.ownership` decided at start-up."""
     shared_ledgers: list[Ledger] = field(default_factory=list)
@@ -121,7 +124,8 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
             "test fault hooks installed at %s: a test harness started this server", installed_faults()
         )
     ledger = open_ledger(config)
-    store = open_store(config, ledger)
+    changes = ChangeLog(config.audit)
+    store = open_store(config, ledger, changes)
     keys = load_or_create_keys(config.state_dir)
     log_sealing_keys(keys, config)
     services = Services(
@@ -131,6 +135,7 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
         store=store,
         sealing_keys=keys.keys,
         connections=Connections(ledger, keys.keys),  # seen by every instance (docs/deployment.md)
+        changes=changes,
     )
     import_legacy_file(ledger, config.state_dir / "publish.sqlite3")
     if isinstance(store, FilesNoteStore):

@@ -6,7 +6,8 @@
 | `sqlite`          | `sqlite`             | `notes` rows in state_dir/notewarden.sqlite3 | a `notes_trash` row   |
 | `postgres`        | `postgres`           | `notes` rows in PostgreSQL           | a `notes_trash` row         |
 
-Every store also keeps its notes' version history in the `note_history` table (`notes.history`).
+Every store also keeps its notes' version history in the `note_history` table (`notes.history`),
+and the record of every change in `change_log` (`notes.change_log`).
 notes_publish's pending links and sealed credentials live in the ledger's database too
 (`publish.connections`), so every instance sees a link completed on another.
 
@@ -28,12 +29,13 @@ from notewarden.config import Config
 from notewarden.ledger import Ledger, SqlSession
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA, ChangeLog, Record, read_records
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteStore
 from notewarden.publish.connections import PUBLISH_SCHEMA
-from notewarden.schema import SchemaComponent, sqlite_upgrade, sqlite_versions
+from notewarden.schema import SchemaComponent, SchemaOutOfDate, sqlite_upgrade, sqlite_versions
 
 if TYPE_CHECKING:
     from notewarden.ledger.postgres import PostgresLedger
@@ -42,6 +44,7 @@ __all__ = [
     "STORE_SCHEMAS",
     "open_ledger",
     "open_store",
+    "recorded_changes",
     "schema_components",
     "schema_status",
     "sqlite_path",
@@ -49,9 +52,9 @@ __all__ = [
 ]
 
 STORE_SCHEMAS: Mapping[str, tuple[SchemaComponent, ...]] = {
-    "files": (FILES_STORE_SCHEMA, HISTORY_SCHEMA),
-    "sqlite": (SQL_STORE_SCHEMA, HISTORY_SCHEMA),
-    "postgres": (SQL_STORE_SCHEMA, HISTORY_SCHEMA),
+    "files": (FILES_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA),
+    "sqlite": (SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA),
+    "postgres": (SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA),
 }
 
 
@@ -87,15 +90,18 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     )
 
 
-def open_store(config: Config, ledger: Ledger) -> NoteStore:
+def open_store(config: Config, ledger: Ledger, changes: ChangeLog | None = None) -> NoteStore:
+    """`changes`: where the store's writes keep their records (one per process: it paces pruning)."""
+    changes = changes or ChangeLog(config.audit)
     if config.storage.notes == "files":
         return FilesNoteStore(
             config.state_dir / "notes-index.sqlite3",
             ledger=ledger,
             durability=config.storage.durability,
             retention=config.history,
+            changes=changes,
         )
-    return SqlNoteStore(ledger, retention=config.history)
+    return SqlNoteStore(ledger, retention=config.history, changes=changes)
 
 
 def upgrade_schema(config: Config) -> dict[str, int]:
@@ -164,6 +170,25 @@ def schema_status(config: Config, *, now: float | None = None) -> tuple[bool, li
             lines.append(("expired, awaiting purge", f"{expired} (each server purges them every minute)"))
     current = all(versions.get(c.name, 0) == c.latest for c in components)
     return current, lines
+
+
+def recorded_changes(
+    config: Config,
+    *,
+    workspace: str | None = None,
+    principal: str | None = None,
+    since: float | None = None,
+    limit: int = 100,
+) -> list[Record]:
+    """`notewarden audit`: the newest records of the configured database, read without changing it.
+    `SchemaOutOfDate` when it has no record table yet; `FileNotFoundError` when no server made it."""
+    with _read_only(config) as (where, versions, db):
+        if versions.get(CHANGE_LOG_SCHEMA.name, 0) < CHANGE_LOG_SCHEMA.latest:
+            raise SchemaOutOfDate(
+                f"{where} keeps no record of changes yet: run `notewarden db upgrade --config FILE` "
+                "(a SQLite file gets it at the next start of a server)"
+            )
+        return read_records(db, workspace=workspace, principal=principal, since=since, limit=limit)
 
 
 def _iso(timestamp: float) -> str:

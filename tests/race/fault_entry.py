@@ -3,7 +3,7 @@ one fault point armed (`notewarden.faults`); `python tests/race/fault_entry.py p
 runs that script instead (a server built on `notewarden.confirm`, as in examples/). The point is
 read from this module's own variables:
 
-    NOTEWARDEN_TEST_PAUSE_AT=after_claim|after_mutation|after_commit|move_rewriting|move_committed
+    NOTEWARDEN_TEST_PAUSE_AT=after_claim|after_mutation|after_commit|move_rewriting|move_committed|write_uncommitted
     NOTEWARDEN_TEST_PAUSE_FILE=/some/path      # writable under the sandbox: e.g. inside state_dir
 
 The first request that reaches the point (only the first: later ones pass) creates the file

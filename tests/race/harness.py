@@ -36,6 +36,7 @@ from bench.data import bench_notes, write_workspace
 
 from notewarden.config import load_config
 from notewarden.ledger import Ledger
+from notewarden.notes.history import Change
 from notewarden.notes.sql import SqlNoteStore
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import TRASH_DIR_NAME as TRASH_DIR
@@ -48,6 +49,8 @@ from tests.race.fault_entry import PAUSE_AT_ENV
 from tests.race.senders import SenderPool, accept
 from tests.wire.rawhttp import RawMcp
 
+SETUP_TOOL = "test_setup"
+"""The tool a test's own writes through the store are recorded with."""
 FAULT_ENTRY = [sys.executable, str(Path(__file__).with_name("fault_entry.py")), "serve"]
 """`notewarden serve` with a fault point armed (tests/race/fault_entry.py)."""
 BACKENDS = ("files+sqlite", "sqlite", "postgres", "files+postgres")
@@ -185,7 +188,12 @@ class StorageDeployment:
             path.write_text(body)
         else:
             scope = WorkspaceScope(self.principal, parse_file_uri(self.workspace_uri), (), None)
-            SqlNoteStore(self.ledger()).create_note(scope, note_id, body.encode())
+            SqlNoteStore(self.ledger()).create_note(scope, note_id, body.encode(), change=self.setup)
+
+    @property
+    def setup(self) -> Change:
+        """Who the test's own writes through the store are by (they leave records too: `SETUP_TOOL`)."""
+        return Change(self.principal, SETUP_TOOL, "written by the test")
 
     def edit_note(self, note_id: str, body: str) -> None:
         """Another writer edits the note in place (same file / same row)."""
@@ -275,6 +283,13 @@ class StorageDeployment:
             self.sql("SELECT count(*) FROM confirmations WHERE principal = ?", (self.principal,))[0][0]
         )
 
+    def records(self, tool: str | None = None) -> int:
+        """Records (`notes.change_log`) of this deployment's principal, of `tool` or of any tool but the
+        test's own writes: what the server's changes left, counted independently."""
+        which = "tool = ?" if tool is not None else "tool <> ?"
+        query = f"SELECT count(DISTINCT record_id) FROM change_log WHERE principal = ? AND {which}"
+        return int(self.sql(query, (self.principal, tool or SETUP_TOOL))[0][0])
+
     # --- the flow ---------------------------------------------------------------------------
 
     def round1(self, client: RawMcp, title: str) -> Round1:
@@ -315,6 +330,8 @@ class TrialRecord:
     trash_rows: int
     claims_added: int
     seconds: float
+    records_added: int
+    """Records of notes_delete (`notes.change_log`) the trial left: one per commit."""
 
     @property
     def ok(self) -> bool:
@@ -324,6 +341,7 @@ class TrialRecord:
             and self.trash_copies == 1
             and self.trash_rows == 1
             and self.claims_added == 1
+            and self.records_added == self.claims_added
         )
 
 
@@ -353,7 +371,7 @@ def race_trial(
     note_id = f"race/trial-{trial:04d}.md"
     first = d.round1(clients[trial % len(clients)], f"marker{trial:04d}x")
     assert first.options == [note_id], first.options
-    claims_before = d.claims()
+    claims_before, records_before = d.claims(), d.records("notes_delete")
     started = time.perf_counter()
     kinds = pool.fire(
         trial, [s.url for s in servers], d.token, first.arguments, first.retry_params(note_id), note_id
@@ -367,6 +385,7 @@ def race_trial(
         trash_rows=d.trash_rows(note_id),
         claims_added=d.claims() - claims_before,
         seconds=seconds,
+        records_added=d.records("notes_delete") - records_before,
     )
 
 

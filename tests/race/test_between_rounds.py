@@ -43,9 +43,11 @@ def test_revocation_between_rounds_wins(tmp_path: Path, pg: PgDatabase, backend:
         assert revoked["structuredContent"]["error"]["code"] == "workspace_not_granted"
         assert "granted: none" in revoked["content"][0]["text"]
         assert d.note_body(NOTE) == BODY and d.trash_rows(NOTE) == 0 and d.claims() == claims
+        assert d.records() == 0
 
         d.write_configs(granted=True)  # the confirmation was never consumed
         assert classify(d.round2(client, first, NOTE), NOTE) == "deleted"
+        assert d.records("notes_delete") == 1 == d.claims() - claims
 
 
 def refused_for(result: dict[str, Any], right: str) -> None:
@@ -54,12 +56,12 @@ def refused_for(result: dict[str, Any], right: str) -> None:
     assert result["structuredContent"]["error"]["right"] == right
 
 
-def counts(d: StorageDeployment) -> tuple[int, int, int]:
-    """(consumed confirmations, trash rows, saved versions) of the deployment."""
+def counts(d: StorageDeployment) -> tuple[int, int, int, int]:
+    """(consumed confirmations, trash rows, saved versions, records of changes) of the deployment."""
     trash = "trash" if d.notes_kind == "files" else "notes_trash"
     rows = d.sql(f"SELECT count(*) FROM {trash} WHERE workspace = ?", (d.workspace_uri,))[0][0]
     saved = d.sql("SELECT count(*) FROM note_history WHERE workspace = ?", (d.workspace_uri,))[0][0]
-    return d.claims(), int(rows), int(saved)
+    return d.claims(), int(rows), int(saved), d.records()
 
 
 def confirm(client: RawMcp, tool: str, arguments: dict[str, Any], key: str) -> tuple[dict[str, Any], Any]:
@@ -181,6 +183,7 @@ def test_a_note_changed_between_rounds_is_not_deleted(
         assert d.note_body(NOTE) == changed
         assert d.trash_rows(NOTE) == 0 and d.trash_copies(NOTE) == 0
         assert d.claims() == claims, "the failed commit rolled its claim back"
+        assert d.records() == 0, "and left no record"
 
         again = d.round1(client, "TPS report")  # asking again shows the current note, which can go
         assert classify(d.round2(client, again, NOTE), NOTE) == "deleted"

@@ -9,6 +9,8 @@ again. The allowed results are exactly two:
 * killed after COMMIT (after_commit): the note is in the trash and the confirmation is
   consumed: the same state is then a replay error.
 
+Either way the delete's record (`notes.change_log`) commits with it: none before COMMIT, one after.
+
 Never a consumed confirmation with the note untouched, never a trash row without a
 committed claim, never two copies in the trash.
 """
@@ -66,13 +68,14 @@ def test_sigkill_at_each_point_then_restart(tmp_path: Path, pg: PgDatabase, back
         pause = d.state_dir("a") / "paused"  # the server may write only there (Landlock)
         victim = d.start("a", **{PAUSE_AT_ENV: point, PAUSE_FILE_ENV: str(pause)})
         first = d.round1(d.client(victim), "crash victim")
-        claims = d.claims()
+        claims, records = d.claims(), d.records()
 
         kill_during_round2(d, victim, first, pause)
 
         committed = point == "after_commit"
         assert d.claims() - claims == int(committed)
         assert d.trash_rows(NOTE) == int(committed), "a trash row exists exactly when its claim committed"
+        assert d.records() - records == int(committed), "the record commits with the delete, or neither"
         if point == "after_mutation" and d.notes_kind == "files":
             assert d.note_body(NOTE) is None and d.trash_copies(NOTE) == 1, "the file step did happen"
 
@@ -87,7 +90,7 @@ def test_sigkill_at_each_point_then_restart(tmp_path: Path, pg: PgDatabase, back
             if d.notes_kind == "files":
                 assert d.trash_entries() == [] and d.trash_journal() == [], "no entry or intent left behind"
             assert classify(d.round2(d.client(restarted), first, NOTE), NOTE) == "deleted", "still usable"
-        assert d.claims() - claims == 1
+        assert d.claims() - claims == 1 == d.records("notes_delete") - records
         assert d.note_body(NOTE) is None
         assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1
         if point == "after_mutation" and d.notes_kind == "files" and not committed:
@@ -109,8 +112,9 @@ def test_a_retry_on_a_live_instance_heals_a_dead_instances_half_move(
         first = d.round1(d.client(victim), "crash victim")
         kill_during_round2(d, victim, first, pause)
         assert d.note_body(NOTE) is None and d.trash_rows(NOTE) == 0  # the half-done move
+        assert d.records() == 0
 
         assert classify(d.round2(d.client(survivor), first, NOTE), NOTE) == "deleted"
-        assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1
+        assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1 and d.records("notes_delete") == 1
         assert len(d.trash_entries()) == 1  # B's committed entry; A's half move was undone
         assert "recovered an uncommitted delete" in (tmp_path / "server-b.log").read_text()

@@ -55,6 +55,7 @@ def test_round1_on_a_retry_on_b_replay_on_c(tmp_path: Path, pg: PgDatabase, back
         assert replay["structuredContent"]["error"]["previous"] == done["structuredContent"]
         assert classify(d.round2(a, first, NOTE), NOTE) == "replay"
         assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1 and d.claims() == 1
+        assert d.records("notes_delete") == 1, "one commit, one record, whichever instance made it"
         local = {p.name.split(".sqlite3")[0] for i in "abc" for p in d.state_dir(i).iterdir()}
         assert "notewarden" not in local, "no local ledger: confirmations live in PostgreSQL only"
         if backend == "postgres":

@@ -33,6 +33,15 @@ def notes(d: StorageDeployment) -> dict[str, str | None]:
     return {note_id: d.note_body(note_id) for note_id in sorted({*VAULT, *REWRITTEN})}
 
 
+def record_notes(d: StorageDeployment, tool: str) -> list[tuple[str, str, str | None]]:
+    """The notes of the one record of `tool`: what happened to each, its id, and its id before."""
+    rows = d.sql(
+        "SELECT effect, note_id, previous_id FROM change_log WHERE principal = ? AND tool = ? ORDER BY seq",
+        (d.principal, tool),
+    )
+    return [(str(e), str(n), p) for e, n, p in rows]
+
+
 def leftovers(d: StorageDeployment) -> list[str]:
     """Temp files of a swap, and the move's journal (files store)."""
     if d.notes_kind != "files":
@@ -75,6 +84,7 @@ def test_sigkill_during_a_multi_note_move_leaves_all_or_nothing(
         pause.unlink()
 
         committed = point == "move_committed"
+        assert d.records("notes_move") == int(committed), "the move's record commits with it, or neither"
         killed = notes(d)
         if d.notes_kind == "files":  # the files were half-way: what recovery must settle
             done = sum(killed[n] == after[n] != before[n] for n in before)
@@ -86,8 +96,14 @@ def test_sigkill_during_a_multi_note_move_leaves_all_or_nothing(
         restarted = d.start("b")  # same storage, no hook: start-up settles the journal
         assert notes(d) == (after if committed else before), "all or nothing, byte for byte"
         assert leftovers(d) == []
+        assert d.records("notes_move") == int(committed)
         if not committed:
             again = d.client(restarted).call("notes_move", arguments).result
             assert not again.get("isError"), again
             assert len(again["structuredContent"]["rewritten"]) == 4
             assert notes(d) == after
+        (moved, *relinked) = record_notes(d, "notes_move")
+        assert moved == ("moved", MOVED_TO, MOVED_FROM)
+        assert sorted(n for _, n, _ in relinked) == sorted(
+            n for n in before if before[n] != after[n] and n not in (MOVED_FROM, MOVED_TO)
+        )

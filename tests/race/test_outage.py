@@ -81,7 +81,7 @@ def retry_until_back(
 
 
 def assert_untouched(d: StorageDeployment, claims: int) -> None:
-    assert d.claims() == claims and d.trash_rows(NOTE) == 0
+    assert d.claims() == claims and d.trash_rows(NOTE) == 0 and d.records() == 0
     if d.notes_kind != "files":
         assert d.note_body(NOTE) == BODY
 
@@ -116,7 +116,7 @@ def test_database_gone_between_rounds(tmp_path: Path, pg: PgDatabase, proxy: Pro
         proxy.start()
         assert classify(retry_until_back(d, client, first), NOTE) == "deleted"
         assert d.note_body(NOTE) is None and d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1
-        assert d.claims() == claims + 1
+        assert d.claims() == claims + 1 and d.records("notes_delete") == 1
         assert SECRET_PASSWORD not in d.logs()
         assert f"127.0.0.1:{proxy.port}/{pg.name}" in d.logs(), "the log names where the database is"
 
@@ -153,6 +153,9 @@ def test_connection_lost_between_the_move_and_commit(
         assert classify(retry_until_back(d, client, first), NOTE) == "deleted"
         assert d.note_body(NOTE) is None
         assert d.trash_copies(NOTE) == 1 and d.trash_rows(NOTE) == 1 and d.claims() == claims + 1
+        assert d.records("notes_delete") == 1, (
+            "the record travelled with the COMMIT that was lost, then with the retry's"
+        )
         assert SECRET_PASSWORD not in d.logs()
 
 

@@ -56,6 +56,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
         "ledger: applied 2 step(s)",
         "sql_store: applied 3 step(s)",
         "note_history: applied 1 step(s)",
+        "change_log: applied 1 step(s)",
         "publish: applied 2 step(s)",
     ]
     again = notewarden("db", "upgrade", "--config", str(config), env=env)
@@ -63,6 +64,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
         "ledger: already current",
         "sql_store: already current",
         "note_history: already current",
+        "change_log: already current",
         "publish: already current",
     ]
 
@@ -74,6 +76,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
         "rows notes",
         "rows notes_trash",
         "rows note_history",
+        "rows change_log",
         "rows publish_connections",
         "oldest expiry",
         "expired, awaiting purge",

@@ -16,6 +16,7 @@ import pytest
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change, Retention
 from notewarden.notes.model import content_version
@@ -27,6 +28,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import HISTORY_DIR_NAME
 from notewarden.scope.uri import FileUri, parse_file_uri
 from tests.pg import PgDatabase
+from tests.store_changes import EMPTYING, PURGING, SETUP, deleting
 
 CHANGE = Change("alice", "notes_edit", "append")
 
@@ -59,7 +61,7 @@ def open_kit(kind: str, tmp_path: Path, pg: PgDatabase, retention: Retention, wo
         folder = tmp_path / "notes"
         folder.mkdir(exist_ok=True)
         ledger: Ledger = SqliteLedger(
-            tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA]
+            tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA]
         )
         root = WorkspaceRoot.open(str(folder))
         store: NoteStore = FilesNoteStore(tmp_path / "index.sqlite3", ledger=ledger, retention=retention)
@@ -80,12 +82,16 @@ def open_kit(kind: str, tmp_path: Path, pg: PgDatabase, retention: Retention, wo
         kit.close = close  # type: ignore[method-assign]
         return kit
     if kind == "sqlite":
-        ledger = SqliteLedger(tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
+        ledger = SqliteLedger(
+            tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA]
+        )
     else:
-        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
+        upgrader = PostgresLedger(
+            pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA], check_schema=False
+        )
         upgrader.upgrade()
         upgrader.close()
-        ledger = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
+        ledger = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA])
     store = SqlNoteStore(ledger, retention=retention)
     return Kit(kind, store, ledger, WorkspaceScope("alice", workspace, (), None), again)
 
@@ -106,17 +112,11 @@ def write(kit: Kit, note_id: str, data: bytes, change: Change = CHANGE) -> NoteC
 def trash(kit: Kit, note_id: str) -> str:
     (note,) = kit.store.notes_by_id(kit.scope, [note_id])
     with kit.ledger.critical_section() as txn:
-        return kit.store.move_to_trash(
-            txn,
-            kit.scope,
-            note,
-            principal="alice",
-            confirmation_id="c",
-        ).trash_id
+        return kit.store.move_to_trash(txn, kit.scope, [note], change=deleting("alice", "c"))[0].trash_id
 
 
 def test_every_write_keeps_what_it_replaced_and_history_follows_the_note(kit: Kit) -> None:
-    kit.store.create_note(kit.scope, "a.md", b"# A\n\nv1\n")
+    kit.store.create_note(kit.scope, "a.md", b"# A\n\nv1\n", change=SETUP)
     write(kit, "a.md", b"# A\n\nv2\n")
     write(kit, "a.md", b"# A\n\nv3\n", Change("bob", "notes_update", "replaced the whole text"))
     unchanged = kit.store.rewrite_note(kit.scope, "a.md", replace_with(b"# A\n\nv3\n", None), change=CHANGE)
@@ -130,7 +130,7 @@ def test_every_write_keeps_what_it_replaced_and_history_follows_the_note(kit: Ki
     assert (newest.version, newest.size) == (content_version(b"# A\n\nv2\n"), len(b"# A\n\nv2\n"))
     assert kit.store.saved_version(kit.scope, "a.md", oldest.version_id)[1] == b"# A\n\nv1\n"
 
-    kit.store.move_note(kit.scope, "a.md", "moved/b.md")
+    kit.store.move_note(kit.scope, "a.md", "moved/b.md", change=SETUP)
     assert [e.version_id for e in kit.store.note_history(kit.scope, "moved/b.md")] == [
         newest.version_id,
         oldest.version_id,
@@ -139,16 +139,16 @@ def test_every_write_keeps_what_it_replaced_and_history_follows_the_note(kit: Ki
         kit.store.note_history(kit.scope, "a.md")
 
     trash_id = trash(kit, "moved/b.md")
-    kit.store.create_note(kit.scope, "moved/b.md", b"# Another note, same id\n")
+    kit.store.create_note(kit.scope, "moved/b.md", b"# Another note, same id\n", change=SETUP)
     assert kit.store.note_history(kit.scope, "moved/b.md") == [], "a new note there starts afresh"
     with kit.ledger.critical_section() as txn:
-        kit.store.restore(txn, kit.scope, trash_id, new_id="restored.md")
+        kit.store.restore(txn, kit.scope, trash_id, new_id="restored.md", change=SETUP)
     assert len(kit.store.note_history(kit.scope, "restored.md")) == 2, "it came back with its note"
     assert kit.store.saved_version(kit.scope, "restored.md", oldest.version_id)[1] == b"# A\n\nv1\n"
 
     trash_id = trash(kit, "restored.md")
     with kit.ledger.critical_section() as txn:
-        kit.store.purge_trash(txn, kit.scope, kit.store.list_trash(txn, kit.scope))
+        kit.store.purge_trash(txn, kit.scope, kit.store.list_trash(txn, kit.scope), change=EMPTYING)
     with kit.ledger.snapshot() as db:
         assert db.execute(
             "SELECT count(*) FROM note_history WHERE workspace = ?", (str(kit.scope.workspace),)
@@ -160,14 +160,14 @@ def test_retention_keeps_the_newest_versions_and_drops_old_ones(kit: Kit) -> Non
     kit.close()
     kept = kit.reopen(Retention(max_versions=3, max_age_days=1))
     try:
-        kept.store.create_note(kept.scope, "log.md", b"0\n")
+        kept.store.create_note(kept.scope, "log.md", b"0\n", change=SETUP)
         for i in range(1, 6):
             write(kept, "log.md", f"{i}\n".encode())
         history = kept.store.note_history(kept.scope, "log.md")
         assert [e.version for e in history] == [content_version(f"{i}\n".encode()) for i in (4, 3, 2)]
         if kept.folder is not None:
             assert kept.saved_files() == {e.version_id for e in history}
-        kept.store.create_note(kept.scope, "other.md", b"x\n")
+        kept.store.create_note(kept.scope, "other.md", b"x\n", change=SETUP)
         with kept.ledger.critical_section() as txn:
             txn.execute(
                 "UPDATE note_history SET saved_at = saved_at - 2 * 86400 WHERE workspace = ? AND note_id = ?",
@@ -181,7 +181,7 @@ def test_retention_keeps_the_newest_versions_and_drops_old_ones(kit: Kit) -> Non
 
 
 def test_history_survives_a_restart(kit: Kit) -> None:
-    kit.store.create_note(kit.scope, "n.md", "Ünïcode\r\nno final newline".encode())
+    kit.store.create_note(kit.scope, "n.md", "Ünïcode\r\nno final newline".encode(), change=SETUP)
     write(kit, "n.md", b"replaced\n")
     kit.close()
     again = kit.reopen(Retention())
@@ -197,12 +197,17 @@ def test_history_survives_a_restart(kit: Kit) -> None:
 
 def test_select_and_purge_on_request(kit: Kit) -> None:
     for name in ("p.md", "q.md"):
-        kit.store.create_note(kit.scope, name, b"1\n")
+        kit.store.create_note(kit.scope, name, b"1\n", change=SETUP)
         write(kit, name, b"2\n")
     with kit.ledger.critical_section() as txn:
         selected = kit.store.select_history(txn, kit.scope, saved_before=time.time())
         assert sorted(e.note_id for e in selected) == ["p.md", "q.md"]
-        assert kit.store.purge_history(txn, kit.scope, [e for e in selected if e.note_id == "p.md"]) == 1
+        assert (
+            kit.store.purge_history(
+                txn, kit.scope, [e for e in selected if e.note_id == "p.md"], change=PURGING
+            )
+            == 1
+        )
     assert kit.store.note_history(kit.scope, "p.md") == []
     assert len(kit.store.note_history(kit.scope, "q.md")) == 1
     if kit.folder is not None:

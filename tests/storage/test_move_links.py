@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change, Retention
 from notewarden.notes.links import MemoryVault, relink
@@ -25,6 +26,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import FileUri, parse_file_uri
 from tests.pg import PgDatabase
 from tests.storage.test_history import Kit, open_kit
+from tests.store_changes import SETUP
 from tests.unit.test_links import MOVES, rewrite_all
 from tests.vault_cases import VAULT, write_vault
 
@@ -37,7 +39,7 @@ def kit(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Itera
     workspace = parse_file_uri(f"file:///db/{time.time_ns()}/notes")
     opened = open_kit(request.param, tmp_path, pg, Retention(), workspace)
     for note_id, text in VAULT.items():
-        opened.store.create_note(opened.scope, note_id, text.encode())
+        opened.store.create_note(opened.scope, note_id, text.encode(), change=SETUP)
     yield opened
     opened.close()
 
@@ -56,12 +58,12 @@ def test_a_move_rewrites_exactly_the_links_it_would_break_and_undo_restores_ever
         note_id for note_id, data in expected.items() if data != before.get(note_id, before.get(moved_from))
     }
 
-    preview = kit.store.move_note(kit.scope, moved_from, moved_to, relink=MOVE, dry_run=True)
+    preview = kit.store.move_note(kit.scope, moved_from, moved_to, relink=True, dry_run=True, change=MOVE)
     assert contents(kit) == before, "a dry run writes nothing"
     assert {r.note_id for r in preview.relinked} == changed
     assert all(r.saved is None and r.rewrites for r in preview.relinked)
 
-    moved = kit.store.move_note(kit.scope, moved_from, moved_to, relink=MOVE)
+    moved = kit.store.move_note(kit.scope, moved_from, moved_to, relink=True, change=MOVE)
     assert moved.note.id == moved_to
     after = contents(kit)
     assert after == expected, "rewritten notes as the pure rewrite; every other note byte for byte"
@@ -85,15 +87,15 @@ def undo(kit: Kit, moved: Moved, moved_from: str) -> None:
         assert relinked.saved is not None
         _, data = kit.store.saved_version(kit.scope, relinked.note_id, relinked.saved.version_id)
         kit.store.rewrite_note(kit.scope, relinked.note_id, replace_with(data, None), change=UNDO)
-    kit.store.move_note(kit.scope, moved.note.id, moved_from)
+    kit.store.move_note(kit.scope, moved.note.id, moved_from, change=SETUP)
 
 
 def test_a_move_without_relinking_touches_only_the_moved_note_and_never_replaces(kit: Kit) -> None:
     before = contents(kit)
     with pytest.raises(NoteExists):
-        kit.store.move_note(kit.scope, "Home.md", "Archive/Meeting.md", relink=MOVE)
+        kit.store.move_note(kit.scope, "Home.md", "Archive/Meeting.md", relink=True, change=MOVE)
     assert contents(kit) == before
-    moved = kit.store.move_note(kit.scope, "Projects/Atlas/Plan.md", "Plan.md")
+    moved = kit.store.move_note(kit.scope, "Projects/Atlas/Plan.md", "Plan.md", change=SETUP)
     assert moved.relinked == ()
     after = contents(kit)
     assert after.pop("Plan.md") == before.pop("Projects/Atlas/Plan.md")
@@ -114,12 +116,14 @@ class EditedDuringMove(FilesNoteStore):
 def test_a_note_an_editor_changes_during_the_move_is_rewritten_on_its_new_content(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     write_vault(folder)
-    ledger = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA])
+    ledger = SqliteLedger(
+        tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA]
+    )
     store = EditedDuringMove(tmp_path / "index.sqlite3", ledger=ledger)
     with WorkspaceRoot.open(str(folder)) as root:
         scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
         moved_from, moved_to = "Projects/Atlas/Plan.md", "Projects/Atlas/Atlas plan.md"
-        moved = store.move_note(scope, moved_from, moved_to, relink=MOVE)
+        moved = store.move_note(scope, moved_from, moved_to, relink=True, change=MOVE)
         edited = VAULT["Home.md"] + "\nAdded while it moved: [[Plan]].\n"
         aliases = {n: parse_note(t, n).aliases for n, t in VAULT.items()}
         expected, _ = relink(edited, "Home.md", "Home.md", moved_from, moved_to, MemoryVault(VAULT, aliases))

@@ -18,6 +18,7 @@ from notewarden.notes.store import NoteFilter, PropertyTest, replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from tests.storage.test_sql_store import ledger, sql  # noqa: F401  (the fixture, both databases)
+from tests.store_changes import SETUP, deleting
 from tests.vault_cases import EXPECTED, TAGS, VAULT
 
 CHANGE = Change("alice", "notes_update", "replaced the whole text")
@@ -28,7 +29,7 @@ def vault(ledger: Ledger) -> Iterator[tuple[SqlNoteStore, WorkspaceScope]]:  # n
     store = SqlNoteStore(ledger)
     scope = WorkspaceScope("alice", parse_file_uri(f"file:///vault/{time.time_ns()}/notes"), (), None)
     for note_id, text in VAULT.items():
-        store.create_note(scope, note_id, text.encode())
+        store.create_note(scope, note_id, text.encode(), change=SETUP)
     yield store, scope
 
 
@@ -75,7 +76,7 @@ def test_links_follow_a_target_that_appears_moves_or_goes(
 ) -> None:
     store, scope = vault
     before = everything(store, scope)
-    store.create_note(scope, "Meeting.md", b"# Root meeting\n")
+    store.create_note(scope, "Meeting.md", b"# Root meeting\n", change=SETUP)
     now = everything(store, scope)
     changed = {k: v for k, v in now.items() if before.get(k, "absent") != v}
     assert changed == {
@@ -83,7 +84,9 @@ def test_links_follow_a_target_that_appears_moves_or_goes(
         ("Archive/Meeting.md", "[[Meeting]]"): "Meeting.md",
         ("Projects/Atlas/Plan.md", "[[Meeting]]"): "Meeting.md",
     }
-    store.move_note(scope, "People/Ana Souza.md", "Team/Ana Souza.md")  # without rewriting links
+    store.move_note(
+        scope, "People/Ana Souza.md", "Team/Ana Souza.md", change=SETUP
+    )  # without rewriting links
     now = everything(store, scope)
     assert now[("Home.md", "[[Ana]]")] == "Team/Ana Souza.md"
     assert now[("Home.md", "[[Ana Souza|Ana S.]]")] == "Team/Ana Souza.md"
@@ -195,7 +198,7 @@ def test_tags_filters_fallback_completion_and_similar_titles(
 
     (note,) = store.notes_by_id(scope, ["Areas/Team/Meeting.md"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope, note, principal="a", confirmation_id="c")
+        store.move_to_trash(txn, scope, [note], change=deleting("a", "c"))
     after = {t.tag: t.notes for t in store.tags(scope, prefix="", after=None, limit=100)}
     assert "team" not in after and after["project"] == 1
     assert ("deleted", "Areas/Team/Meeting.md") in {

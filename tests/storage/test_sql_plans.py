@@ -23,12 +23,14 @@ import pytest
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteFilter, PropertyTest, replace_with
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
 from tests.pg import PgDatabase
+from tests.store_changes import EMPTYING, SETUP, deleting
 
 NOTES = 10_000
 OTHER_NOTES = 2_000
@@ -102,15 +104,18 @@ def seeded(
     ledger: Ledger
     if request.param == "sqlite":
         ledger = SqliteLedger(
-            tmp_path_factory.mktemp("plans") / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA]
+            tmp_path_factory.mktemp("plans") / "notes.sqlite3",
+            components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA],
         )
     else:
         name = pg.create()
         url = pg.url.rsplit("/", 1)[0] + "/" + name
-        upgrader = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
+        upgrader = PostgresLedger(
+            url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA], check_schema=False
+        )
         upgrader.upgrade()
         upgrader.close()
-        ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
+        ledger = PostgresLedger(url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA])
     seed(ledger, str(WORKSPACE), NOTES)
     seed(ledger, str(OTHER), OTHER_NOTES)
     with ledger.critical_section() as txn:
@@ -137,10 +142,10 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
     # what notes know; a move first, so that its notes are the recent ones
     started = time.time_ns()
     preview = store.move_note(
-        everywhere, "team05/report-00005.md", "moved/five.md", relink=MOVE, dry_run=True
+        everywhere, "team05/report-00005.md", "moved/five.md", relink=True, dry_run=True, change=MOVE
     )
     assert preview.relinked
-    moved = store.move_note(everywhere, "team05/report-00005.md", "moved/five.md", relink=MOVE)
+    moved = store.move_note(everywhere, "team05/report-00005.md", "moved/five.md", relink=True, change=MOVE)
     assert [r.note_id for r in moved.relinked] == [r.note_id for r in preview.relinked]
     store.links(everywhere, "moved/five.md", limit=10)  # the links a move left to resolve
     for filters in (  # each as selective as a person's question: a few notes of 10,000
@@ -175,37 +180,25 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
             txn, str(WORKSPACE), [(f"zbulk/b{i:04d}.md", body(i), time.time_ns()) for i in range(600)]
         )
     store.settle_after_bulk_write(str(WORKSPACE))
-    created = store.create_note(everywhere, "new/plan.md", b"# Plan\n\nnew words\n")
+    created = store.create_note(everywhere, "new/plan.md", b"# Plan\n\nnew words\n", change=SETUP)
     updated = store.rewrite_note(
         everywhere,
         "new/plan.md",
         replace_with(b"# Plan 2\n", created.version),
         change=Change("alice", "notes_update", "a new title"),
     ).after
-    store.move_note(everywhere, "new/plan.md", "new/moved.md")
+    store.move_note(everywhere, "new/plan.md", "new/moved.md", change=SETUP)
     (note,) = store.notes_by_id(everywhere, ["new/moved.md"])
     assert updated.note.title == "Plan 2"
     with recorder.critical_section() as txn:
-        trashed = store.move_to_trash(
-            txn,
-            everywhere,
-            note,
-            principal="alice",
-            confirmation_id="c",
-        )
+        trashed = store.move_to_trash(txn, everywhere, [note], change=deleting("alice", "c"))[0]
         store.list_trash(txn, everywhere)
     with recorder.critical_section() as txn:
-        store.restore(txn, everywhere, trashed.trash_id)
+        store.restore(txn, everywhere, trashed.trash_id, change=SETUP)
     (again,) = store.notes_by_id(everywhere, ["new/moved.md"])
     with recorder.critical_section() as txn:
-        store.move_to_trash(
-            txn,
-            everywhere,
-            again,
-            principal="alice",
-            confirmation_id="d",
-        )
-        store.purge_trash(txn, everywhere, store.list_trash(txn, everywhere))
+        store.move_to_trash(txn, everywhere, [again], change=deleting("alice", "d"))
+        store.purge_trash(txn, everywhere, store.list_trash(txn, everywhere), change=EMPTYING)
     with recorder.critical_section() as txn:  # another program's row: derived before the next query
         txn.execute(FOREIGN_INSERT, (str(WORKSPACE), "imported/x.md", "# Imported\n", time.time_ns()))
     assert [n.id for n in store.find_titled(everywhere, ["imported"])] == ["imported/x.md"]

@@ -11,6 +11,7 @@ import pytest
 from notewarden.ledger import Ledger
 from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import content_version, match_words, matched_name
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
@@ -22,19 +23,22 @@ from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.tools.notes_publish import read_note
 from notewarden.tools.registry import ToolFailure
 from tests.pg import PgDatabase
+from tests.store_changes import EMPTYING, SETUP, deleting
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path, pg: PgDatabase) -> Iterator[Ledger]:
     if request.param == "sqlite":
         opened: Ledger = SqliteLedger(
-            tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA]
+            tmp_path / "notes.sqlite3", components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA]
         )
     else:
-        upgrader = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA], check_schema=False)
+        upgrader = PostgresLedger(
+            pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA], check_schema=False
+        )
         upgrader.upgrade()
         upgrader.close()
-        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA])
+        opened = PostgresLedger(pg.url, components=[SQL_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA])
     yield opened
     opened.close()
 
@@ -62,9 +66,11 @@ def sql(ledger: Ledger, statement: str, *params: object) -> None:
 
 def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
-    store.create_note(scope(workspace), "b.md", b"# Heading title\n")
-    store.create_note(scope(workspace), "plain-stem.txt", b"no title here\n")
+    store.create_note(
+        scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n", change=SETUP
+    )
+    store.create_note(scope(workspace), "b.md", b"# Heading title\n", change=SETUP)
+    store.create_note(scope(workspace), "plain-stem.txt", b"no title here\n", change=SETUP)
     notes = store.list_notes(scope(workspace))
     assert [(n.id, n.title) for n in notes] == [
         ("b.md", "Heading title"),
@@ -81,16 +87,16 @@ def test_same_note_model_as_files(ledger: Ledger, workspace: FileUri) -> None:
 )
 def test_note_ids_follow_the_relative_path_rules(ledger: Ledger, workspace: FileUri, bad: str) -> None:
     with pytest.raises(PathRejected):
-        SqlNoteStore(ledger).create_note(scope(workspace), bad, b"# x\n")
+        SqlNoteStore(ledger).create_note(scope(workspace), bad, b"# x\n", change=SETUP)
 
 
 def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
     ledger: Ledger, workspace: FileUri
 ) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(scope(workspace), "a.md", b"# A\n")
+    store.create_note(scope(workspace), "a.md", b"# A\n", change=SETUP)
     with pytest.raises(NoteExists):
-        store.create_note(scope(workspace), "a.md", b"# again\n")
+        store.create_note(scope(workspace), "a.md", b"# again\n", change=SETUP)
     sql(
         ledger,
         "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
@@ -104,7 +110,7 @@ def test_duplicates_are_refused_and_foreign_rows_with_bad_ids_are_not_listed(
 
 def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    created = store.create_note(scope(workspace), "n.md", b"# N\nsame size").note
+    created = store.create_note(scope(workspace), "n.md", b"# N\nsame size", change=SETUP).note
     sql(
         ledger,
         "UPDATE notes SET body = ? WHERE workspace = ? AND path = ?",
@@ -120,14 +126,14 @@ def test_any_writer_changes_the_identity(ledger: Ledger, workspace: FileUri) -> 
         "the trigger's clock (ms on SQLite)"
     )
     sql(ledger, "DELETE FROM notes WHERE workspace = ? AND path = ?", str(workspace), "n.md")
-    store.create_note(scope(workspace), "n.md", b"# N\nSAME SIZE")
+    store.create_note(scope(workspace), "n.md", b"# N\nSAME SIZE", change=SETUP)
     (replaced,) = store.list_notes(scope(workspace))
     assert replaced.identity.key[0] != edited_row, "a re-created note is another row"
 
 
 def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspace: FileUri) -> None:
     store = SqlNoteStore(ledger)
-    store.create_note(scope(workspace), "keep/n.md", b"# N\n")
+    store.create_note(scope(workspace), "keep/n.md", b"# N\n", change=SETUP)
     (shown,) = store.list_notes(scope(workspace))
     sql(
         ledger,
@@ -137,12 +143,12 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         str(workspace),
     )
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope(workspace), shown, principal="alice", confirmation_id="c1")
+        store.move_to_trash(txn, scope(workspace), [shown], change=deleting("alice", "c1"))
     with pytest.raises(PathRejected), ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope(workspace, "other"), shown, principal="alice", confirmation_id="c1")
+        store.move_to_trash(txn, scope(workspace, "other"), [shown], change=deleting("alice", "c1"))
     (current,) = store.list_notes(scope(workspace))
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c2")
+        trashed = store.move_to_trash(txn, scope(workspace), [current], change=deleting("alice", "c2"))[0]
     assert store.list_notes(scope(workspace)) == []
     with ledger.snapshot() as db:
         rows = db.execute(
@@ -150,13 +156,15 @@ def test_move_to_trash_checks_identity_and_moves_the_row(ledger: Ledger, workspa
         )
     assert rows == [("keep/n.md", "# N!\n", "c2")]
     with pytest.raises(NoteMissing), ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope(workspace), current, principal="alice", confirmation_id="c3")
+        store.move_to_trash(txn, scope(workspace), [current], change=deleting("alice", "c3"))
 
 
 def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, workspace: FileUri) -> None:
     store, everywhere = SqlNoteStore(ledger), scope(workspace)
     for i in range(5):
-        store.create_note(everywhere, f"p/n{i}.md", f"# Page {i}\n\nreport number {i}\n".encode())
+        store.create_note(
+            everywhere, f"p/n{i}.md", f"# Page {i}\n\nreport number {i}\n".encode(), change=SETUP
+        )
     assert [n.id for n in store.list_page(everywhere, after="p/n1.md", limit=2)] == ["p/n2.md", "p/n3.md"]
     assert [n.id for n in store.find_titled(everywhere, ["page", "3"])] == ["p/n3.md"]
     hits = store.search(everywhere, ["rep", "3"], after=None, limit=10)
@@ -182,40 +190,42 @@ def test_reads_writes_search_and_the_trash_follow_the_protocol(ledger: Ledger, w
         "writing what is there is a harmless retry"
     )
     with pytest.raises(NoteExists):
-        store.move_note(everywhere, "p/n0.md", "p/n1.md")
-    assert store.move_note(everywhere, "p/n0.md", "q/moved.md").note.id == "q/moved.md"
+        store.move_note(everywhere, "p/n0.md", "p/n1.md", change=SETUP)
+    assert store.move_note(everywhere, "p/n0.md", "q/moved.md", change=SETUP).note.id == "q/moved.md"
 
     (moved,) = store.notes_by_id(everywhere, ["q/moved.md"])
     with ledger.critical_section() as txn:
-        trashed = store.move_to_trash(txn, everywhere, moved, principal="alice", confirmation_id="c")
+        trashed = store.move_to_trash(txn, everywhere, [moved], change=deleting("alice", "c"))[0]
         (listed,) = store.list_trash(txn, everywhere)
         assert listed == trashed
         assert store.list_trash(txn, scope(workspace, "p")) == [], "the trash is scoped by original path too"
-    store.create_note(everywhere, "q/moved.md", b"# taken again\n")
+    store.create_note(everywhere, "q/moved.md", b"# taken again\n", change=SETUP)
     with pytest.raises(NoteExists), ledger.critical_section() as txn:
-        store.restore(txn, everywhere, trashed.trash_id)
+        store.restore(txn, everywhere, trashed.trash_id, change=SETUP)
     with ledger.critical_section() as txn:
-        back = store.restore(txn, everywhere, trashed.trash_id, new_id="q/back.md")
+        back = store.restore(txn, everywhere, trashed.trash_id, new_id="q/back.md", change=SETUP)
     assert store.read_note(everywhere, back.id).data == b"# Page 0\n\nedited\n"
 
     (two,) = store.notes_by_id(everywhere, ["p/n2.md"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(txn, everywhere, two, principal="alice", confirmation_id="c2")
+        store.move_to_trash(txn, everywhere, [two], change=deleting("alice", "c2"))
         entries = store.list_trash(txn, everywhere)
     stale = [
         type(entries[0])(**{**{f: getattr(entries[0], f) for f in entries[0].__slots__}, "identity": None})
     ]
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
-        store.purge_trash(txn, everywhere, stale)
+        store.purge_trash(txn, everywhere, stale, change=EMPTYING)
     with ledger.critical_section() as txn:
-        assert store.purge_trash(txn, everywhere, entries) == 1
+        assert store.purge_trash(txn, everywhere, entries, change=EMPTYING) == 1
         assert store.list_trash(txn, everywhere) == []
 
 
 def test_publish_reads_the_note_through_the_store(ledger: Ledger, workspace: FileUri) -> None:
     """notes_publish reads what it sends via the configured store, so it works without a folder."""
     store = SqlNoteStore(ledger)
-    store.create_note(scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n")
+    store.create_note(
+        scope(workspace), "reports/tps.md", b"---\ntitle: TPS report\n---\nbody\n", change=SETUP
+    )
     sent = read_note(store, scope(workspace), "reports/tps.md")
     assert (sent.note_id, sent.title, sent.markdown) == (
         "reports/tps.md",
@@ -241,7 +251,7 @@ def test_candidates_match_title_file_name_or_alias_as_in_the_files_store(
         "other.md": b"# Unrelated\n",
     }
     for note_id, data in notes.items():
-        store.create_note(scope(workspace), note_id, data)
+        store.create_note(scope(workspace), note_id, data, change=SETUP)
 
     def found(query: str) -> list[tuple[str, str | None]]:
         words = match_words(query)
@@ -268,9 +278,10 @@ def test_a_title_query_matches_the_title_the_file_stem_or_an_alias_each_whole(
         everywhere,
         "meetings/2024-Q3 planning.md",
         b"---\naliases: [Quarterly kickoff, 'Sync \"big\" 100%_done']\n---\n# Roadmap review\n",
+        change=SETUP,
     )
-    store.create_note(everywhere, "other/Q3.md", b"# Q3 budget\n")
-    store.create_note(everywhere, "other/q.md", b"# unrelated\n")
+    store.create_note(everywhere, "other/Q3.md", b"# Q3 budget\n", change=SETUP)
+    store.create_note(everywhere, "other/q.md", b"# unrelated\n", change=SETUP)
 
     def titled(*words: str) -> list[str]:
         return [n.id for n in store.find_titled(everywhere, list(words))]
@@ -292,10 +303,10 @@ def test_search_words_are_word_prefixes_of_title_path_and_body_ranked_title_firs
     ledger: Ledger, workspace: FileUri
 ) -> None:
     store, everywhere = SqlNoteStore(ledger), scope(workspace)
-    store.create_note(everywhere, "a/body.md", b"# One\n\nthe budget of the caf\xc3\xa9\n")
-    store.create_note(everywhere, "a/budget-path.md", b"# Two\n\nnothing here\n")
-    store.create_note(everywhere, "a/title.md", b"# Budget\n\nnothing here\n")
-    store.create_note(everywhere, "b/other.md", b"# Other\n\nbudget budget\n")
+    store.create_note(everywhere, "a/body.md", b"# One\n\nthe budget of the caf\xc3\xa9\n", change=SETUP)
+    store.create_note(everywhere, "a/budget-path.md", b"# Two\n\nnothing here\n", change=SETUP)
+    store.create_note(everywhere, "a/title.md", b"# Budget\n\nnothing here\n", change=SETUP)
+    store.create_note(everywhere, "b/other.md", b"# Other\n\nbudget budget\n", change=SETUP)
 
     def found(*terms: str, within: WorkspaceScope = everywhere) -> list[str]:
         return [h.note.id for h in store.search(within, list(terms), after=None, limit=10)]
@@ -318,7 +329,7 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
 ) -> None:
     """Rule 3 of notes.sql: an importer writes `notes` directly, without the derived columns."""
     store, everywhere = SqlNoteStore(ledger), scope(workspace)
-    store.create_note(everywhere, "kept.md", b"# Kept\n\nalpha\n")
+    store.create_note(everywhere, "kept.md", b"# Kept\n\nalpha\n", change=SETUP)
     sql(
         ledger,
         "INSERT INTO notes (workspace, path, body, modified_ns) VALUES (?, ?, ?, ?)",
@@ -344,7 +355,7 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     assert store.search(everywhere, ["quokka"], after=None, limit=5) == []
     (renamed,) = store.find_titled(everywhere, ["wombat"])
     with ledger.critical_section() as txn:
-        store.move_to_trash(txn, everywhere, renamed, principal="alice", confirmation_id="c")
+        store.move_to_trash(txn, everywhere, [renamed], change=deleting("alice", "c"))
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
 
 

@@ -32,6 +32,7 @@ from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, TRASH_
 from notewarden.scope.uri import FileUri
 from notewarden.storage import STORE_SCHEMAS, upgrade_schema
 from tests.pg import PgDatabase, database_url
+from tests.store_changes import deleting
 
 NOTES = {
     "plain.md": b"# Plain\n\nA note.\n",
@@ -79,13 +80,7 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
             )
         for note in store.notes_by_id(scope, ["to-trash/one.md", "to-trash/two.md"]):
             with ledger.critical_section() as txn:
-                store.move_to_trash(
-                    txn,
-                    scope,
-                    note,
-                    principal="alice",
-                    confirmation_id=secrets.token_hex(8),
-                )
+                store.move_to_trash(txn, scope, [note], change=deleting("alice", secrets.token_hex(8)))
     finally:
         store.close()
         root.close()

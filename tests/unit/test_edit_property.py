@@ -22,6 +22,7 @@ from notewarden.notes.markdown import headings
 from notewarden.scope.rights import Caller, Right
 from notewarden.services import Services, open_services
 from notewarden.tools.registry import ToolCall, ToolRegistry
+from tests.store_changes import SETUP
 
 pytestmark = pytest.mark.resolves_files
 
@@ -94,7 +95,7 @@ class Tools:
     def put(self, text: str) -> str:
         note_id = f"n{next(self.ids)}.md"
         scope = self.services.grants.authorize_workspace(Caller("alice", Right.WRITE), self.uri)
-        self.services.store.create_note(scope, note_id, text.encode())
+        self.services.store.create_note(scope, note_id, text.encode(), change=SETUP)
         return note_id
 
     def bytes_of(self, note_id: str) -> bytes:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from notewarden.ledger.sqlite import SqliteLedger
+from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.history import HISTORY_SCHEMA, Change
 from notewarden.notes.model import NoteIdentity, content_version
@@ -25,6 +26,7 @@ from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
+from tests.store_changes import EMPTYING, SETUP, deleting
 
 pytestmark = pytest.mark.resolves_files
 
@@ -43,7 +45,9 @@ def scope(tmp_path: Path) -> Iterator[WorkspaceScope]:
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
-    led = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA])
+    led = SqliteLedger(
+        tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA, HISTORY_SCHEMA, CHANGE_LOG_SCHEMA]
+    )
     yield led
     led.close()
 
@@ -65,7 +69,7 @@ def update(
 def trash(store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope, note_id: str) -> str:
     note = store.notes_by_id(scope, [note_id])[0]
     with ledger.critical_section() as txn:
-        return store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c").trash_id
+        return store.move_to_trash(txn, scope, [note], change=deleting("alice", "c"))[0].trash_id
 
 
 def test_a_note_identity_is_its_file_by_every_path(
@@ -127,14 +131,14 @@ def test_restore_gives_back_the_exact_bytes(
     assert (entry.trash_id, entry.note_id, entry.size) == (trash_id, "reports/tps.md", len(ODD_BYTES))
     assert store.find_titled(scope, ["tps"]) == []
     with ledger.critical_section() as txn:
-        note = store.restore(txn, scope, trash_id)
+        note = store.restore(txn, scope, trash_id, change=SETUP)
     assert note.id == "reports/tps.md"
     assert scope.root.read_note("reports/tps.md")[0] == ODD_BYTES
     assert [n.id for n in store.find_titled(scope, ["tps"])] == ["reports/tps.md"]
     with ledger.critical_section() as txn:
         assert store.list_trash(txn, scope) == []
         with pytest.raises(NoteMissing):
-            store.restore(txn, scope, trash_id)
+            store.restore(txn, scope, trash_id, change=SETUP)
     assert scope.root.list_trash() == []
 
 
@@ -142,22 +146,22 @@ def test_restore_never_replaces_and_can_take_another_path(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
 ) -> None:
     trash_id = trash(store, ledger, scope, "todo.md")
-    store.create_note(scope, "todo.md", b"- a new todo\n")
+    store.create_note(scope, "todo.md", b"- a new todo\n", change=SETUP)
     with pytest.raises(NoteExists), ledger.critical_section() as txn:
-        store.restore(txn, scope, trash_id)
+        store.restore(txn, scope, trash_id, change=SETUP)
     assert scope.root.read_note("todo.md")[0] == b"- a new todo\n"
     with ledger.critical_section() as txn:
-        store.restore(txn, scope, trash_id, new_id="old/todo.md")
+        store.restore(txn, scope, trash_id, new_id="old/todo.md", change=SETUP)
     assert scope.root.read_note("old/todo.md")[0] == b"- stapler\n"
 
 
 def test_move_stays_inside_and_never_replaces(store: FilesNoteStore, scope: WorkspaceScope) -> None:
     with pytest.raises(NoteExists):
-        store.move_note(scope, "todo.md", "reports/tps.md")
+        store.move_note(scope, "todo.md", "reports/tps.md", change=SETUP)
     for outside in ("../todo.md", "/etc/todo.md", ".notewarden-trash/x.md"):
         with pytest.raises(PathRejected):
-            store.move_note(scope, "todo.md", outside)
-    moved = store.move_note(scope, "todo.md", "done/todo.md")
+            store.move_note(scope, "todo.md", outside, change=SETUP)
+    moved = store.move_note(scope, "todo.md", "done/todo.md", change=SETUP)
     assert moved.note.id == "done/todo.md" and not (Path(scope.workspace.path) / "todo.md").exists()
     assert [n.id for n in store.list_notes(scope)] == ["done/todo.md", "reports/tps.md"]
 
@@ -172,11 +176,11 @@ def test_purge_refuses_an_entry_that_changed_and_deletes_the_rest(
     trash_dir = Path(scope.workspace.path) / ".notewarden-trash"
     (trash_dir / listed[0].trash_id).write_bytes(b"swapped")
     with pytest.raises(IdentityMismatch), ledger.critical_section() as txn:
-        store.purge_trash(txn, scope, listed)
+        store.purge_trash(txn, scope, listed, change=EMPTYING)
     assert len(scope.root.list_trash()) == 2  # nothing was deleted
     with ledger.critical_section() as txn:
         fresh = store.list_trash(txn, scope)
-        assert store.purge_trash(txn, scope, fresh) == 2
+        assert store.purge_trash(txn, scope, fresh, change=EMPTYING) == 2
     assert sorted(p.name for p in trash_dir.iterdir()) == [TRASH_JOURNAL_NAME, TRASH_OWNER_NAME]
 
 
@@ -289,7 +293,7 @@ def test_a_committed_delete_is_recorded_as_such_a_rolled_back_one_is_not(
 ) -> None:
     note = store.notes_by_id(scope, ["todo.md"])[0]
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
-        store.move_to_trash(txn, scope, note, principal="alice", confirmation_id="c")
+        store.move_to_trash(txn, scope, [note], change=deleting("alice", "c"))
         raise RuntimeError("the claim's transaction fails after the move")
     assert store.read_note(scope, "todo.md").data == b"- stapler\n"
     [rolled_back] = [json.loads(line) for line in journal(scope)]
@@ -307,18 +311,12 @@ def test_a_trash_owned_by_another_ledger_is_not_changed(
     try:
         note = store.notes_by_id(scope, ["reports/tps.md"])[0]
         with pytest.raises(WorkspaceOwnedElsewhere) as refused, other.critical_section() as txn:
-            store.move_to_trash(
-                txn,
-                scope,
-                note,
-                principal="alice",
-                confirmation_id="d",
-            )
+            store.move_to_trash(txn, scope, [note], change=deleting("alice", "d"))
         assert f"belongs to the SQLite ledger of state dir {tmp_path} on host" in str(refused.value)
         assert other.consumed_outcome("d", "alice") is None
         for step in (
-            lambda txn: store.restore(txn, scope, committed),
-            lambda txn: store.purge_trash(txn, scope, []),
+            lambda txn: store.restore(txn, scope, committed, change=SETUP),
+            lambda txn: store.purge_trash(txn, scope, [], change=EMPTYING),
         ):
             with pytest.raises(WorkspaceOwnedElsewhere), other.critical_section() as txn:
                 step(txn)
@@ -360,9 +358,11 @@ def test_recent_lists_a_trashed_note_as_deleted_until_and_after_the_trash_is_emp
     assert set(before) == {"todo.md", "reports/tps.md"}
     assert store.recent(scope, since_ns=before["reports/tps.md"] + 1, limit=10) == []
     with ledger.critical_section() as txn:
-        store.purge_trash(txn, scope, [e for e in store.list_trash(txn, scope) if e.note_id == "todo.md"])
+        store.purge_trash(
+            txn, scope, [e for e in store.list_trash(txn, scope) if e.note_id == "todo.md"], change=EMPTYING
+        )
     assert deleted() == before
-    store.create_note(scope, "todo.md", b"# Todo again\n")
+    store.create_note(scope, "todo.md", b"# Todo again\n", change=SETUP)
     latest = {c.note_id: c.kind for c in store.recent(scope, since_ns=0, limit=10)}
     assert latest == {"todo.md": "created", "reports/tps.md": "deleted"}
 
@@ -387,7 +387,7 @@ def test_emptying_the_trash_records_its_notes_in_the_index_before_commit(
 
     assert in_index() == []  # the trash row is the record
     with pytest.raises(RuntimeError), ledger.critical_section() as txn:
-        store.purge_trash(txn, scope, store.list_trash(txn, scope))
+        store.purge_trash(txn, scope, store.list_trash(txn, scope), change=EMPTYING)
         assert in_index() == [("todo.md", "deleted", before.at_ns)]
         raise RuntimeError("the process dies before COMMIT")
     assert listed() == [before]  # the trash row and the record: one change

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -37,6 +38,11 @@ def test_concurrent_updates_across_processes_lose_nothing(
         winners = [r for r in results if not r.get("isError")]
         losers = [r["structuredContent"]["error"] for r in results if r.get("isError")]
         assert len(winners) == 1, results
+        with sqlite3.connect(deployment.state / "notewarden.sqlite3") as db:
+            ((records,),) = db.execute(
+                "SELECT count(DISTINCT record_id) FROM change_log WHERE tool = 'notes_update'"
+            ).fetchall()
+        assert records == len(winners), "one record per write that changed the note"
         final = (deployment.notes / "todo.md").read_text()
         assert final.startswith("- writer ")
         winning_version = winners[0]["structuredContent"]["note"]["version"]

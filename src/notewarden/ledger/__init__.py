@@ -31,7 +31,8 @@ SQLite file, a PostgreSQL database) and stored in it, so a record written outsid
 database (the files store's trash journal) can name the ledger that alone may settle it.
 A consumed confirmation may carry a receipt (`record_receipt`, same transaction): what the
 commit did, so a replay after a lost reply is answered with what happened, to the same
-principal only.
+principal only. A write nobody reads back in the transaction (the change's record) may travel with
+the COMMIT too (`write_at_commit`).
 """
 
 from __future__ import annotations
@@ -190,6 +191,12 @@ class LedgerTxn(SqlSession, Protocol):
 
     def record_receipt(self, confirmation_id: str, receipt: Mapping[str, Any]) -> None:
         """Keep what this transaction did with the claim it holds (committed together)."""
+        ...
+
+    def write_at_commit(self, sql: str, params: Sequence[object]) -> None:
+        """Run a write whose result nobody reads (a change's record, `notes.change_log`) as part of this
+        transaction, as late as its COMMIT: PostgreSQL sends it with the COMMIT in one round trip, as
+        it does the receipt; SQLite, where a statement costs no round trip, runs it now."""
         ...
 
     def on_rollback(self, undo: Callable[[], object]) -> None:

@@ -156,15 +156,17 @@ _BEGIN: LiteralString = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 class PostgresTxn(PostgresSession, TransactionSteps):
     """The critical section's transaction, begun and ended by its own statements on a connection in
-    autocommit mode, so that BEGIN travels with the claim and COMMIT with the receipt: one round trip
-    each instead of two (a simple query of two statements, its values bound by psycopg's
-    `ClientCursor`). Any other first statement begins the transaction on its own."""
+    autocommit mode, so that BEGIN travels with the claim and COMMIT with the receipt and the change's
+    record: one round trip each instead of two or three (a simple query of several statements, its
+    values bound by psycopg's `ClientCursor`). Any other first statement begins the transaction on
+    its own."""
 
     def __init__(self, conn: psycopg.Connection[Any], identity: LedgerIdentity) -> None:
         super().__init__(conn)
         self.identity = identity
         self._begun = False
         self._receipt: tuple[str, str] | None = None
+        self._at_commit: list[tuple[bytes, tuple[object, ...]]] = []
         TransactionSteps.__init__(self)
 
     @property
@@ -197,14 +199,25 @@ class PostgresTxn(PostgresSession, TransactionSteps):
         """Written by `commit`, with the COMMIT (the last of the transaction's writes either way)."""
         self._receipt = (encode_receipt(receipt), confirmation_id)
 
+    def write_at_commit(self, sql: str, params: Sequence[object]) -> None:
+        """Written by `commit`, with the COMMIT."""
+        if "%" in sql:
+            raise ValueError("write portable SQL with ? placeholders and no literal %")
+        self._at_commit.append((sql.replace("?", "%s").encode(), tuple(params)))
+
     def lock_workspace(self, workspace: str) -> None:
         self._execute_native("SELECT pg_advisory_xact_lock(%s)", (workspace_lock_key(workspace),))
 
     def commit(self) -> None:
-        """COMMIT, with the receipt's UPDATE when there is one (psycopg errors pass through: the
-        caller cannot know whether a COMMIT that failed took effect)."""
+        """COMMIT, with the writes left for it (`write_at_commit`, the receipt's UPDATE) in the same
+        round trip (psycopg errors pass through: the caller cannot know whether a COMMIT that failed
+        took effect)."""
+        writes = list(self._at_commit)
         if self._receipt is not None:
-            self._two_statements(_RECEIPT, "COMMIT", self._receipt)
+            writes.append((_RECEIPT.encode(), self._receipt))
+        if writes:
+            begin = [] if self._begun else [(_BEGIN.encode(), ())]
+            self._statements([*begin, *writes, (b"COMMIT", ())])
         elif self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             self._conn.execute("COMMIT")
 
@@ -224,6 +237,13 @@ class PostgresTxn(PostgresSession, TransactionSteps):
         if cursor.nextset() and cursor.description:
             rows = cursor.fetchall()
         return rows
+
+    def _statements(self, statements: Sequence[tuple[bytes, tuple[object, ...]]]) -> None:
+        """Writes sent as one simple query, the values bound client-side (no rows come back)."""
+        cursor = psycopg.ClientCursor(self._conn)
+        cursor.execute(
+            b"; ".join(sql for sql, _ in statements), [v for _, params in statements for v in params]
+        )
 
     def _execute_native(self, sql: LiteralString, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         self._begin()

@@ -67,6 +67,11 @@ is read again and rewritten on its new content (the journal updated first), at m
 
 The trash rows live in the ledger's database (SQLite or PostgreSQL) and are written with
 the portable SQL of `LedgerTxn.execute`.
+
+Every change also writes its record (`notes.change_log`) in the ledger transaction that holds its
+file step, right after that step: a create, which needs no other row, opens one for it (a rollback
+removes the file it created, `fsroot.remove_created`). What a crash between a file step and COMMIT
+can leave without its record is `change_log` Rule 2's table.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ from typing import Any
 from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.notes import links
+from notewarden.notes.change_log import ChangeLog, NoteEffect, moved_effects, versions_purged
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import NoteIndex
 from notewarden.notes.index_refresh import IndexedNote
@@ -106,7 +112,9 @@ from notewarden.notes.store import (
     TagCount,
     TrashedNote,
     VersionConflict,
+    attributed,
     refuse_unwritable_links,
+    relink_change,
 )
 from notewarden.notes.trash_journal import (
     committed_line,
@@ -118,7 +126,7 @@ from notewarden.notes.trash_journal import (
 )
 from notewarden.schema import SchemaComponent
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
-from notewarden.scope.fsroot import HeldDir, WorkspaceRoot
+from notewarden.scope.fsroot import FileIdentity, HeldDir, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import MOVE_JOURNAL_NAME
 from notewarden.scope.uri import FileUri
@@ -258,6 +266,11 @@ def _inside(scope: WorkspaceScope, note_id: str) -> str:
     return scope.check(note_id)
 
 
+def _state(identity: FileIdentity) -> str:
+    """A note's state as its record keeps it (`change_log` Rule 1): the file's identity."""
+    return NoteIdentity.of_file(identity).fingerprint()
+
+
 class FilesNoteStore:
     def __init__(
         self,
@@ -267,6 +280,7 @@ class FilesNoteStore:
         watch: bool = True,
         durability: Durability = "normal",
         retention: Retention | None = None,
+        changes: ChangeLog | None = None,
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
         `ledger`: where content writes keep their history rows (with the trash's); `ledger_for`
@@ -277,6 +291,8 @@ class FilesNoteStore:
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
         self.ledger_for: Callable[[str], Ledger] = lambda _workspace: ledger
         self.history = HistoryLog(retention or Retention())
+        self.changes = changes or ChangeLog()
+        """Where each change's record goes (`change_log`), in the ledger of its transaction."""
         self._sync_trash = durability == "full"
         self._journaled: dict[str, int] = {}
 
@@ -360,16 +376,16 @@ class FilesNoteStore:
                 "ORDER BY deleted_at DESC LIMIT ?",
                 (workspace, since / 1e9, *bounds, limit),
             )
-        went = ((note_id, title, int(deleted_at * 1e9)) for note_id, title, deleted_at in trashed)
-        changes += [
-            NoteChange(note_id, title, "deleted", at_ns)
-            for note_id, title, at_ns in went
-            if at_ns >= since  # the float's rounding
-        ]
-        latest: dict[str, NoteChange] = {}
-        for change in sorted(changes, key=lambda c: (-c.at_ns, c.note_id)):
-            latest.setdefault(change.note_id, change)
-        return list(latest.values())[:limit]
+            went = ((note_id, title, int(deleted_at * 1e9)) for note_id, title, deleted_at in trashed)
+            changes += [
+                NoteChange(note_id, title, "deleted", at_ns)
+                for note_id, title, at_ns in went
+                if at_ns >= since  # the float's rounding
+            ]
+            latest: dict[str, NoteChange] = {}
+            for change in sorted(changes, key=lambda c: (-c.at_ns, c.note_id)):
+                latest.setdefault(change.note_id, change)
+            return attributed(list(latest.values())[:limit], self.changes, db, workspace)
 
     def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
         return [_note(r) for r in self.index.similar(*self._key(scope), title)]
@@ -390,11 +406,22 @@ class FilesNoteStore:
         data, identity = scope.root.read_note(_inside(scope, note_id))
         return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
 
-    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
-        scope.root.require_in_place()
-        identity = scope.root.create_note(_inside(scope, note_id), data, make_parents=True)
-        self.index.note_changed(str(scope.workspace), scope.root, note_id)
-        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
+    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change) -> NoteContent:
+        """In a ledger transaction of its own, for the record (`change_log` Rule 2): the file is
+        created, then the record written; a rollback removes the file it created."""
+        root, workspace = scope.root, str(scope.workspace)
+        root.require_in_place()
+        _inside(scope, note_id)
+        with self.ledger_for(workspace).critical_section() as txn:
+            identity = root.create_note(note_id, data, make_parents=True)
+            txn.on_rollback(lambda: root.remove_created(note_id, identity))
+            note = Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity))
+            created = NoteContent(note, data)
+            effect = NoteEffect(note_id, "created", version_after=created.version, state=_state(identity))
+            self.changes.record(txn, workspace, change, [effect])
+            fault_point("write_uncommitted")
+        self.index.note_changed(workspace, root, note_id)
+        return created
 
     def rewrite_note(
         self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
@@ -432,15 +459,17 @@ class FilesNoteStore:
                 note_id, saved.version_id, before.note.identity.as_file(), before.data, sync=self._sync_trash
             )
             txn.on_rollback(lambda: root.purge_history_entry(saved.version_id))
+            pruned = self.history.prune(txn, workspace, note_id)
             identity = root.replace_note(note_id, data, expected=before.note.identity.as_file())
             txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
-            pruned = self.history.prune(txn, workspace, note_id)
+            after = NoteContent(
+                Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data
+            )
+            effect = NoteEffect(note_id, "rewritten", None, before.version, after.version, _state(identity))
+            self.changes.record(txn, workspace, change, [effect])
+            fault_point("write_uncommitted")
         self._purge_saved(root, pruned)
-        return Rewritten(
-            before,
-            NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data),
-            saved,
-        )
+        return Rewritten(before, after, saved)
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
         with self.ledger_for(str(scope.workspace)).snapshot() as db:
@@ -463,10 +492,13 @@ class FilesNoteStore:
     ) -> list[HistoryEntry]:
         return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
 
-    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+    def purge_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry], *, change: Change
+    ) -> int:
         scope.root.require_in_place()
         version_ids = [e.version_id for e in entries]
         self.history.delete(txn, str(scope.workspace), version_ids)
+        self.changes.record(txn, str(scope.workspace), change, versions_purged(entries))
         self._purge_saved(scope.root, version_ids)
         return len(version_ids)
 
@@ -482,7 +514,8 @@ class FilesNoteStore:
         note_id: str,
         new_id: str,
         *,
-        relink: Change | None = None,
+        change: Change,
+        relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
     ) -> Moved:
@@ -491,11 +524,12 @@ class FilesNoteStore:
         if dry_run:
             entry = root.stat_note(note_id)
             _refuse_taken(root, new_id)
-            planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
+            planned = self._plan_move(scope, note_id, new_id) if relink else []
             head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
             note = Note(note_id, extract_title(head, note_id), NoteIdentity.of_file(entry.identity))
             return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
         relinked: list[Relinked] = []
+        effects: list[NoteEffect] = []
         pruned: list[str] = []
         root.require_in_place()
         with self.ledger_for(workspace).critical_section() as txn:
@@ -503,18 +537,19 @@ class FilesNoteStore:
             self._settle_move(txn, root, workspace)
             root.stat_note(note_id)
             _refuse_taken(root, new_id)
-            planned = self._plan_move(scope, note_id, new_id) if relink is not None else []
+            planned = self._plan_move(scope, note_id, new_id) if relink else []
             journal = None
             if planned:
-                assert relink is not None
                 txn.execute("DELETE FROM note_moves WHERE workspace = ?", (workspace,))  # settled marks
                 journal = self._start_move_journal(txn, root, workspace, note_id, new_id, planned)
                 started = journal
                 txn.on_rollback(lambda: self._undo_move(root, started))
+                why = relink_change(change, note_id, new_id)
                 for done, (step, planned_note) in enumerate(zip(journal["notes"], planned, strict=True), 1):
-                    rewritten = self._relink_note(txn, scope, journal, step, planned_note, relink)
+                    rewritten = self._relink_note(txn, scope, journal, step, planned_note, why)
                     if rewritten is not None:
-                        relinked.append(rewritten)
+                        relinked.append(rewritten[0])
+                        effects.append(rewritten[1])
                     pruned += self.history.prune(txn, workspace, planned_note.note_id)
                     if done == len(planned) // 2:
                         fault_point("move_rewriting")
@@ -530,6 +565,10 @@ class FilesNoteStore:
                     (journal["move"], workspace, time.time()),
                 )
             self.history.follow_move(txn, workspace, note_id, new_id)
+            self.changes.record(
+                txn, workspace, change, moved_effects(note_id, new_id, _state(identity), effects)
+            )
+            fault_point("write_uncommitted")
         if journal is not None:
             fault_point("move_committed")
             root.remove_record(MOVE_JOURNAL_NAME)
@@ -600,9 +639,10 @@ class FilesNoteStore:
         step: dict[str, Any],
         planned: _Planned,
         change: Change,
-    ) -> Relinked | None:
+    ) -> tuple[Relinked, NoteEffect] | None:
         """Swap one note's rewritten content in, its old content saved; on another writer's change,
-        plan it again on what that writer left (the journal first says so)."""
+        plan it again on what that writer left (the journal first says so). What it did, for the
+        move's answer and for its record."""
         root, workspace = scope.root, str(scope.workspace)
         whole = scope.whole_workspace()
         for attempt in range(MERGE_ATTEMPTS):
@@ -625,7 +665,7 @@ class FilesNoteStore:
                     sync=self._sync_trash,
                 )
                 try:
-                    root.replace_note(
+                    identity = root.replace_note(
                         planned.note_id,
                         planned.data,
                         expected=before.note.identity.as_file(),
@@ -646,7 +686,10 @@ class FilesNoteStore:
                 body=None,
                 version_id=step["saved"],
             )
-            return Relinked(planned.after_id, tuple(planned.rewrites), saved)
+            effect = NoteEffect(
+                planned.after_id, "relinked", None, before.version, step["new"], _state(identity)
+            )
+            return Relinked(planned.after_id, tuple(planned.rewrites), saved), effect
         raise VersionConflict(planned.note_id, self.read_note(whole, planned.note_id).version)
 
     def _settle_move(self, txn: LedgerTxn, root: WorkspaceRoot, workspace: str) -> int:
@@ -736,7 +779,13 @@ class FilesNoteStore:
         return entries
 
     def restore(
-        self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        trash_id: str,
+        *,
+        change: Change,
+        new_id: str | None = None,
     ) -> Note:
         root = scope.root
         root.require_in_place()
@@ -746,17 +795,26 @@ class FilesNoteStore:
             "SELECT note_id FROM trash WHERE trash_id = ? AND workspace = ?", (trash_id, str(scope.workspace))
         )
         row = rows[0] if rows else None
-        if row is None or not scope.contains(row[0]) or root.trash_entry(trash_id) is None:
-            raise NoteMissing(
-                f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
-            )
+        missing = NoteMissing(
+            f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
+        )
+        if row is None or root.trash_entry(trash_id) is None:
+            raise missing
+        try:
+            scope.check(row[0])  # where it was: the right to write there too (RightMissing)
+        except PathRejected:
+            raise missing from None
         target = _inside(scope, new_id or row[0])
         identity = root.restore(trash_id, target)
         txn.on_rollback(lambda: root.quarantine(target, trash_id, identity))
         txn.execute("DELETE FROM trash WHERE trash_id = ?", (trash_id,))
         self.history.from_trash(txn, str(scope.workspace), trash_id, target)
+        previous = None if target == row[0] else row[0]
+        effect = NoteEffect(target, "restored", previous, state=_state(identity))
+        self.changes.record(txn, str(scope.workspace), change, [effect])
         with suppress(NoteMissing):
             root.purge_trash_entry(trash_id + _SIDECAR)
+        fault_point("write_uncommitted")
         self.index.note_changed(str(scope.workspace), root, target)
         head, _ = root.read_head(target, TITLE_SCAN_BYTES)
         return Note(target, extract_title(head, target), NoteIdentity.of_file(identity))
@@ -767,6 +825,7 @@ class FilesNoteStore:
         scope: WorkspaceScope,
         entries: Sequence[TrashedNote],
         *,
+        change: Change,
         progress: ProgressSink | None = None,
     ) -> int:
         root = scope.root
@@ -794,32 +853,33 @@ class FilesNoteStore:
         # note once, from its trash row and this record alike.
         gone = [(e.note_id, e.title, int(e.deleted_at * 1e9)) for e in entries]
         self.index.remember_gone(str(scope.workspace), gone)
+        self.changes.record(
+            txn, str(scope.workspace), change, [NoteEffect(e.note_id, "purged") for e in entries]
+        )
         return len(entries)
 
     def move_to_trash(
-        self,
-        txn: LedgerTxn,
-        scope: WorkspaceScope,
-        candidate: Note,
-        *,
-        principal: str,
-        confirmation_id: str,
-    ) -> TrashedNote:
+        self, txn: LedgerTxn, scope: WorkspaceScope, candidates: Sequence[Note], *, change: Change
+    ) -> list[TrashedNote]:
         scope.root.require_in_place()
-        txn.lock_workspace(str(scope.workspace))
+        workspace = str(scope.workspace)
+        txn.lock_workspace(workspace)
         # The owner check, the intent line and the move use one opening of the trash (fsroot Rule 8a).
         with scope.root.held_trash() as trash:
             require_owner(txn, scope, trash)
-            try:
-                return self._trash(
-                    txn, scope, candidate, trash, principal=principal, confirmation_id=confirmation_id
-                )
-            except NoteMissing:
-                if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
-                    raise
-            return self._trash(
-                txn, scope, candidate, trash, principal=principal, confirmation_id=confirmation_id
-            )
+            trashed = [self._trash_one(txn, scope, candidate, trash, change) for candidate in candidates]
+        self.changes.record(txn, workspace, change, [NoteEffect(t.note_id, "trashed") for t in trashed])
+        return trashed
+
+    def _trash_one(
+        self, txn: LedgerTxn, scope: WorkspaceScope, candidate: Note, trash: HeldDir, change: Change
+    ) -> TrashedNote:
+        try:
+            return self._trash(txn, scope, candidate, trash, change)
+        except NoteMissing:
+            if not self.recover(txn, scope.workspace, scope.root):  # a dead writer's half-done move?
+                raise
+        return self._trash(txn, scope, candidate, trash, change)
 
     def _trash(
         self,
@@ -827,9 +887,7 @@ class FilesNoteStore:
         scope: WorkspaceScope,
         candidate: Note,
         trash: HeldDir,
-        *,
-        principal: str,
-        confirmation_id: str,
+        change: Change,
     ) -> TrashedNote:
         root = scope.root
         workspace = str(scope.workspace)
@@ -872,8 +930,8 @@ class FilesNoteStore:
                 str(scope.workspace),
                 candidate.id,
                 candidate.title,
-                principal,
-                confirmation_id,
+                change.principal,
+                change.confirmation_id,
                 deleted_at,
                 identity.dev,
                 identity.ino,

@@ -94,11 +94,17 @@ HISTORY_COLUMNS = "version_id, note_id, trash_id, saved_at, principal, tool, sum
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """Who replaces a note's content, with which tool, and a one-line summary of what changes."""
+    """Who changes notes, with which tool, and a one-line summary of what changes: what a history row
+    keeps, and with the client and the confirmation what the change's record keeps (`change_log`)."""
 
     principal: str
     tool: str
     summary: str
+    client_name: str = ""
+    """As the client gave it (`clientInfo`): unverified, shown, never used to decide anything."""
+    client_version: str = ""
+    confirmation_id: str | None = None
+    """The confirmation a confirmed tool consumed with this change."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -328,7 +328,8 @@ class NoteIndex(IndexRefresh):
             return [IndexedNote.of(r) for r in rows]
 
         changes = [
-            NoteChange(n.id, n.title, *changed[n.id]) for n in self._checked(workspace, root, run, None)
+            NoteChange(n.id, n.title, *changed[n.id], identity=NoteIdentity.of_file(n.identity))
+            for n in self._checked(workspace, root, run, None)
         ]
         with self._lock:
             gone = self._db.execute(

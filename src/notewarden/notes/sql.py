@@ -8,7 +8,8 @@ Because the notes share the ledger's database, a delete is one transaction:
     COMMIT
 
 A crash anywhere before COMMIT leaves the note in `notes` and the confirmation unused; after
-it, both changes. There is nothing to recover.
+it, both changes. There is nothing to recover. Every write's record (`notes.change_log`) is in the
+same transaction, so it too is there exactly when the change is.
 
 Rule 1 (the note model is the files store's): a note belongs to a workspace URI, its id is a
 relative path under `note_paths.split_relative`'s rules (checked on write), and its title is found
@@ -71,6 +72,7 @@ from typing import Any
 from notewarden.faults import fault_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession, workspace_lock_key
 from notewarden.notes import links
+from notewarden.notes.change_log import ChangeLog, NoteEffect, versions_purged
 from notewarden.notes.derived import (
     Derived,
     derive,
@@ -103,7 +105,9 @@ from notewarden.notes.store import (
     TagCount,
     TrashedNote,
     VersionConflict,
+    attributed,
     refuse_unwritable_links,
+    relink_change,
     within_regions,
 )
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
@@ -608,6 +612,16 @@ def _new_trash_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
+def _state(note: Note) -> str:
+    """A note's state as its record keeps it (`change_log` Rule 1): the row's identity."""
+    return note.identity.fingerprint()
+
+
+def _effect(note_id: str, effect: str, done: Rewritten) -> NoteEffect:
+    """What a row's rewrite (and move) did, for the record."""
+    return NoteEffect(note_id, effect, None, done.before.version, done.after.version, _state(done.after.note))
+
+
 def _identity(row_id: int, version: int, modified_ns: int, size: int) -> NoteIdentity:
     return NoteIdentity((row_id, version), modified_ns, size)
 
@@ -681,9 +695,13 @@ class _Anchors:
 class SqlNoteStore:
     """Notes as rows next to the ledger's tables, so a delete commits with its claim."""
 
-    def __init__(self, ledger: Ledger, *, retention: Retention | None = None) -> None:
+    def __init__(
+        self, ledger: Ledger, *, retention: Retention | None = None, changes: ChangeLog | None = None
+    ) -> None:
         self._ledger = ledger
         self.history = HistoryLog(retention or Retention())
+        self.changes = changes or ChangeLog()
+        """Where each change's record goes (`change_log`): the ledger's database, the change's transaction."""
 
     def close(self) -> None:
         """Nothing of its own: the ledger owns the connections."""
@@ -1033,7 +1051,12 @@ class SqlNoteStore:
 
         changes = [
             NoteChange(
-                row[0], row[1], row[7] or "modified", int(row[4]), row[8] if row[7] == "moved" else None
+                row[0],
+                row[1],
+                row[7] or "modified",
+                int(row[4]),
+                row[8] if row[7] == "moved" else None,
+                identity=_note(row).identity,
             )
             for row in self._query(scope, run)
         ]
@@ -1041,9 +1064,9 @@ class SqlNoteStore:
             gone = db.execute(
                 _STATEMENTS[db.dialect]["gone"].format(within=within), (workspace, since, *bounds, limit)
             )
-        changes += [NoteChange(str(path), str(title), "deleted", int(at)) for path, title, at in gone]
-        changes.sort(key=lambda c: (-c.at_ns, c.note_id))
-        return changes[:limit]
+            changes += [NoteChange(str(path), str(title), "deleted", int(at)) for path, title, at in gone]
+            changes.sort(key=lambda c: (-c.at_ns, c.note_id))
+            return attributed(changes[:limit], self.changes, db, workspace)
 
     def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
         """As the files index: the same title words, or a difflib ratio of at least 0.9."""
@@ -1110,19 +1133,22 @@ class SqlNoteStore:
 
     # --- writing -----------------------------------------------------------------------------
 
-    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change) -> NoteContent:
         body = _text(data)
         workspace = str(scope.workspace)
         facts = derive(_inside(scope, note_id), body)
         with self._ledger.critical_section() as txn:
             txn.lock_workspace(workspace)
             created = self._insert(txn, workspace, note_id, body, time.time_ns(), facts)
-        if created is None:
-            raise NoteExists(f"a note {note_id!r} already exists in {scope.uri}")
-        row_id, version, modified_ns = created
-        return NoteContent(
-            Note(note_id, facts.title, _identity(row_id, version, modified_ns, len(data))), data
-        )
+            if created is None:
+                raise NoteExists(f"a note {note_id!r} already exists in {scope.uri}")
+            row_id, version, modified_ns = created
+            note = Note(note_id, facts.title, _identity(row_id, version, modified_ns, len(data)))
+            content = NoteContent(note, data)
+            effect = NoteEffect(note_id, "created", version_after=content.version, state=_state(note))
+            self.changes.record(txn, workspace, change, [effect])
+            fault_point("write_uncommitted")
+        return content
 
     def _insert(
         self, txn: LedgerTxn, workspace: str, path: str, body: str, modified_ns: int, facts: Derived
@@ -1144,7 +1170,19 @@ class SqlNoteStore:
         workspace = str(scope.workspace)
         with self._ledger.critical_section() as txn:
             txn.lock_workspace(workspace)
-            return self._rewrite_row(txn, scope, note_id, rewrite, change)
+            done = self._rewrite_row(txn, scope, note_id, rewrite, change)
+            if done.saved is not None:  # bytes equal to the current ones change nothing: no record
+                effect = NoteEffect(
+                    note_id,
+                    "rewritten",
+                    None,
+                    done.before.version,
+                    done.after.version,
+                    _state(done.after.note),
+                )
+                self.changes.record(txn, workspace, change, [effect])
+                fault_point("write_uncommitted")
+            return done
 
     def _rewrite_row(
         self,
@@ -1224,8 +1262,11 @@ class SqlNoteStore:
     ) -> list[HistoryEntry]:
         return self.history.select(txn, str(scope.workspace), scope.contains, saved_before=saved_before)
 
-    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+    def purge_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry], *, change: Change
+    ) -> int:
         self.history.delete(txn, str(scope.workspace), [e.version_id for e in entries])
+        self.changes.record(txn, str(scope.workspace), change, versions_purged(entries))
         return len(entries)
 
     def move_note(
@@ -1234,7 +1275,8 @@ class SqlNoteStore:
         note_id: str,
         new_id: str,
         *,
-        relink: Change | None = None,
+        change: Change,
+        relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
     ) -> Moved:
@@ -1242,7 +1284,7 @@ class SqlNoteStore:
         workspace = str(scope.workspace)
         whole = scope.whole_workspace()  # written only where the principal may write
         _inside(scope, note_id), _inside(scope, new_id)
-        if relink is not None:
+        if relink:
             self._current_links(workspace, progress)
         if dry_run:
             with self._ledger.snapshot() as db:
@@ -1264,27 +1306,29 @@ class SqlNoteStore:
             vault = _SqlLookup(txn, workspace)
             linking = self._linking_notes(txn, workspace, current.note, new_id) if relink else []
             self._refuse_unwritable(txn, whole, vault, linking, note_id, new_id)
-            relinked = []
+            relinked, effects = [], []
+            why = relink_change(change, note_id, new_id)
             for done, linking_id in enumerate(linking, 1):
                 rewrite = _Relinking(vault, linking_id, note_id, new_id)
                 if linking_id == note_id:
                     continue  # rewritten with its move, below
-                assert relink is not None
-                saved = self._rewrite_row(txn, whole, linking_id, rewrite, relink).saved
+                rewritten = self._rewrite_row(txn, whole, linking_id, rewrite, why)
                 if rewrite.found:
-                    relinked.append(Relinked(linking_id, tuple(rewrite.found), saved))
+                    relinked.append(Relinked(linking_id, tuple(rewrite.found), rewritten.saved))
+                if rewritten.saved is not None:
+                    effects.append(_effect(linking_id, "relinked", rewritten))
                 if done == len(linking) // 2:
                     fault_point("move_rewriting")
                 if progress is not None and len(linking) > 1:
                     progress(done, len(linking), f"rewrote the links of {done} of {len(linking)} notes")
             own = _Relinking(vault, note_id, note_id, new_id) if relink else None
-            change = relink or Change(scope.principal, "notes_move", f"moved from {note_id}")
-            moved = self._rewrite_row(
-                txn, scope, note_id, own or (lambda now: now.data), change, new_id=new_id
-            )
+            moved = self._rewrite_row(txn, scope, note_id, own or (lambda now: now.data), why, new_id=new_id)
             self.history.follow_move(txn, workspace, note_id, new_id)
             if own is not None and own.found:
                 relinked.append(Relinked(note_id, tuple(own.found), moved.saved))
+            moved_effect = replace(_effect(new_id, "moved", moved), previous_id=note_id)
+            self.changes.record(txn, workspace, change, [moved_effect, *effects])
+            fault_point("write_uncommitted")
             return Moved(moved.after.note, _moved_ids(relinked, note_id, new_id))
 
     def _refuse_unwritable(
@@ -1323,13 +1367,22 @@ class SqlNoteStore:
     # --- the trash: every change inside the ledger's transaction --------------------------------
 
     def move_to_trash(
+        self, txn: LedgerTxn, scope: WorkspaceScope, candidates: Sequence[Note], *, change: Change
+    ) -> list[TrashedNote]:
+        who = (change.principal, change.confirmation_id)
+        trashed = [self._trash(txn, scope, candidate, *who) for candidate in candidates]
+        self.changes.record(
+            txn, str(scope.workspace), change, [NoteEffect(t.note_id, "trashed") for t in trashed]
+        )
+        return trashed
+
+    def _trash(
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
         candidate: Note,
-        *,
         principal: str,
-        confirmation_id: str,
+        confirmation_id: str | None,
     ) -> TrashedNote:
         note_id = _inside(scope, candidate.id)
         workspace = str(scope.workspace)
@@ -1368,14 +1421,25 @@ class SqlNoteStore:
         ]
 
     def restore(
-        self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        trash_id: str,
+        *,
+        change: Change,
+        new_id: str | None = None,
     ) -> Note:
         sql = _STATEMENTS[txn.dialect]
         rows = txn.execute(sql["trashed"], (trash_id, str(scope.workspace)))
-        if not rows or not scope.contains(rows[0][0]):
-            raise NoteMissing(
-                f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
-            )
+        missing = NoteMissing(
+            f"trash entry {trash_id!r} is not in the trash of {scope.uri}; notes_trash_list shows what is"
+        )
+        if not rows:
+            raise missing
+        try:
+            scope.check(rows[0][0])  # where it was: the right to write there too (RightMissing)
+        except PathRejected:
+            raise missing from None
         path, body = rows[0]
         target = _inside(scope, new_id or path)
         txn.lock_workspace(str(scope.workspace))
@@ -1384,7 +1448,17 @@ class SqlNoteStore:
             raise NoteExists(f"a note {target!r} already exists in {scope.uri}; restore it under another id")
         txn.execute(sql["untrash"], (trash_id, str(scope.workspace)))
         self.history.from_trash(txn, str(scope.workspace), trash_id, target)
-        return self._read(txn, scope, target).note
+        restored_content = self._read(txn, scope, target)
+        effect = NoteEffect(
+            target,
+            "restored",
+            None if target == path else path,
+            version_after=restored_content.version,
+            state=_state(restored_content.note),
+        )
+        self.changes.record(txn, str(scope.workspace), change, [effect])
+        fault_point("write_uncommitted")
+        return restored_content.note
 
     def purge_trash(
         self,
@@ -1392,6 +1466,7 @@ class SqlNoteStore:
         scope: WorkspaceScope,
         entries: Sequence[TrashedNote],
         *,
+        change: Change,
         progress: ProgressSink | None = None,
     ) -> int:
         present = {t.trash_id: t.identity for t in self.list_trash(txn, scope)}
@@ -1403,6 +1478,9 @@ class SqlNoteStore:
             self.history.drop_trashed(txn, str(scope.workspace), entry.trash_id)
             if progress is not None and (done % 100 == 0 or done == len(entries)):
                 progress(done, len(entries), f"permanently deleted {done} of {len(entries)} notes")
+        self.changes.record(
+            txn, str(scope.workspace), change, [NoteEffect(e.note_id, "purged") for e in entries]
+        )
         return len(entries)
 
     # --- whole workspaces, for `notewarden import` and `export` (notewarden.transfer) -------------

@@ -10,6 +10,12 @@ the claim, and a store that cannot (files) registers an undo step to run on roll
 Every trash mutation (move to trash, restore, purge) runs inside that transaction; writes
 that never touch the trash (create, rewrite, move) open their own. A note's version is
 `model.content_version` of its bytes in every store, so clients see one meaning.
+
+Every mutating method takes the `history.Change` it makes (who, with which client and tool, the
+confirmation, a summary) and writes that change's one record (`notes.change_log`) through the same
+transaction as the change, unless it changed nothing; `change_log` Rule 2 says what a crash can
+leave where the store's files cannot join that transaction. `recent` says who made each change it
+shows (`NoteChange.by`), from those records.
 A store never decides which notes a scope reaches: one note's id goes through `scope.check`
 (`fs_errors.PathRejected` outside the scope's folder, `rights.RightMissing` where its right does
 not hold), and every query over many notes is confined to `scope.regions` (`within_regions`).
@@ -24,12 +30,13 @@ links) passes a function from the current content to the new bytes and a `histor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from notewarden.ledger import LedgerTxn
+from notewarden.ledger import LedgerTxn, SqlSession
 from notewarden.notes import links
+from notewarden.notes.change_log import Author, ChangeLog, Seen
 from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, NoteIdentity, content_version
 from notewarden.scope.fsroot import WorkspaceRoot
@@ -56,7 +63,9 @@ __all__ = [
     "TagCount",
     "TrashedNote",
     "VersionConflict",
+    "attributed",
     "refuse_unwritable_links",
+    "relink_change",
     "replace_with",
     "within_regions",
 ]
@@ -183,6 +192,27 @@ class NoteChange:
     kind: Literal["created", "modified", "moved", "deleted"]
     at_ns: int
     previous: str | None = None
+    identity: NoteIdentity | None = None
+    """The note as it is now (None for one that went): what tells whose change it shows."""
+    by: Author | None = None
+    """Who made it through notewarden (`change_log` Rule 4); None for a change nobody recorded."""
+
+
+def attributed(
+    changes: Sequence[NoteChange], log: ChangeLog, db: SqlSession, workspace: str
+) -> list[NoteChange]:
+    """`changes` with who made each (`ChangeLog.authors`): read with the store's own reads."""
+    seen = [
+        Seen(c.note_id, c.at_ns / 1e9, None if c.identity is None else c.identity.fingerprint())
+        for c in changes
+    ]
+    return [replace(c, by=a) for c, a in zip(changes, log.authors(db, workspace, seen), strict=True)]
+
+
+def relink_change(change: Change, moved_from: str, moved_to: str) -> Change:
+    """What a move's link rewrite keeps in each rewritten note's history: the move's change, saying
+    why that note's text changed."""
+    return replace(change, summary=f"links to {moved_from} now open it at {moved_to}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,19 +321,13 @@ class NoteStore(Protocol):
         ...
 
     def move_to_trash(
-        self,
-        txn: LedgerTxn,
-        scope: WorkspaceScope,
-        candidate: Note,
-        *,
-        principal: str,
-        confirmation_id: str,
-    ) -> TrashedNote:
-        """Move the confirmed note to the trash inside `txn`, after checking it is still that note
-        (`candidate.identity` holds `NoteIdentity.as_file` of the note that was shown).
+        self, txn: LedgerTxn, scope: WorkspaceScope, candidates: Sequence[Note], *, change: Change
+    ) -> list[TrashedNote]:
+        """Move the confirmed notes to the trash inside `txn`, after checking each is still that note
+        (`candidate.identity` holds `NoteIdentity.as_file` of the note that was shown); one record.
 
-        Raises `fs_errors.IdentityMismatch` when the note changed since it was shown, and
-        `fs_errors.NoteMissing` when it is gone.
+        Raises `fs_errors.IdentityMismatch` when a note changed since it was shown, and
+        `fs_errors.NoteMissing` when one is gone.
         """
         ...
 
@@ -377,7 +401,7 @@ class NoteStore(Protocol):
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent: ...
 
-    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes) -> NoteContent:
+    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change) -> NoteContent:
         """Create exclusively (`fs_errors.NoteExists` if the id is taken); missing folders are made."""
         ...
 
@@ -407,7 +431,9 @@ class NoteStore(Protocol):
         """Every saved version of the scope's notes (not those in the trash) saved before the bound."""
         ...
 
-    def purge_history(self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> int:
+    def purge_history(
+        self, txn: LedgerTxn, scope: WorkspaceScope, entries: Sequence[HistoryEntry], *, change: Change
+    ) -> int:
         """Delete these saved versions for good; returns how many."""
         ...
 
@@ -417,14 +443,15 @@ class NoteStore(Protocol):
         note_id: str,
         new_id: str,
         *,
-        relink: Change | None = None,
+        change: Change,
+        relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
     ) -> Moved:
         """Rename inside the workspace, never replacing (`fs_errors.NoteExists`). With `relink`, every
         link whose target the move would change, in any note of the workspace, is rewritten to open
         the same note afterwards (`links.rewrite_for_move`), each rewritten note's content kept in its
-        history under `relink`: all of it or none of it. A linking note another writer changes during
+        history under `relink_change(change, …)`: all of it or none of it. A linking note another writer changes during
         the move is read again and rewritten on its new content (at most `MERGE_ATTEMPTS` times, then
         `VersionConflict` and nothing is written). `dry_run`: what would be rewritten; nothing is."""
         ...
@@ -434,7 +461,13 @@ class NoteStore(Protocol):
         ...
 
     def restore(
-        self, txn: LedgerTxn, scope: WorkspaceScope, trash_id: str, *, new_id: str | None = None
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        trash_id: str,
+        *,
+        change: Change,
+        new_id: str | None = None,
     ) -> Note:
         """Put a trashed note back at its original path (or `new_id`), never replacing anything."""
         ...
@@ -445,6 +478,7 @@ class NoteStore(Protocol):
         scope: WorkspaceScope,
         entries: Sequence[TrashedNote],
         *,
+        change: Change,
         progress: ProgressSink | None = None,
     ) -> int:
         """Delete these trash entries for good, after checking each is still the listed file

@@ -34,7 +34,8 @@ if not. Quarantine, restore and ``move_note`` move with ``renameat2(RENAME_NOREP
 identities before and after. Where renameat2 is refused (ENOSYS/EPERM/EINVAL) both fall back to check-then-rename; the
 residual races are described at ``fs_syscalls.rename_noreplace`` and ``replace_note``. Quarantine never unlinks
 anything; only ``purge_trash_entry`` and ``purge_history_entry`` delete, and only inside the trash and
-history directories. Records (``note_paths`` Rule 2) are the only files appended to (``append_record``,
+history directories, and ``remove_created``, which undoes a note creation whose change did not commit,
+only while the name still holds the file created. Records (``note_paths`` Rule 2) are the only files appended to (``append_record``,
 which the trash's intent journal uses, ``notes.trash_journal``): ``O_APPEND | O_NOFOLLOW | O_NONBLOCK``,
 and only while the record is a regular file of the service. A record is replaced by writing a temp file
 and renaming it over, or created exclusively by linking it into place. A
@@ -535,6 +536,25 @@ class WorkspaceRoot:
                 os.close(fd)
             fsync_dir(pfd)
             return FileIdentity.of(st)
+        finally:
+            os.close(pfd)
+
+    def remove_created(self, path: str, created: FileIdentity) -> None:
+        """Undo a ``create_note`` whose change did not commit: remove the note only while it is still
+        the file that was created (same inode, size and mtime: nobody wrote it since)."""
+        parts = split_relative(path)
+        try:
+            pfd = self._resolve.open_dir(self._root(), parts[:-1], DIR_PATH, path)
+        except NoteMissing:
+            return
+        try:
+            st = os.stat(parts[-1], dir_fd=pfd, follow_symlinks=False)
+            if FileIdentity.of(st) == created:
+                os.unlink(parts[-1], dir_fd=pfd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise os_error(path, exc) from exc
         finally:
             os.close(pfd)
 

@@ -16,6 +16,7 @@ import datetime
 import anyio.to_thread
 
 from notewarden.notes.daily import DailyNotes, render_template
+from notewarden.notes.history import Change
 from notewarden.notes.model import note_stem
 from notewarden.notes.store import NoteContent
 from notewarden.scope.fs_errors import FsError, NoteExists, NoteMissing
@@ -51,7 +52,8 @@ class DailyTool:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         settings = self.services.grants.config.daily_notes.get(scope.workspace, DailyNotes())
         day = _day(call.arguments.get("date"))
-        content, created = await anyio.to_thread.run_sync(self._open_or_create, scope, settings, day)
+        change = call.change(f"created the daily note of {day.isoformat()}")
+        content, created = await anyio.to_thread.run_sync(self._open_or_create, scope, settings, day, change)
         return complete(
             {
                 "workspaceUri": str(scope.uri),
@@ -63,7 +65,7 @@ class DailyTool:
         )
 
     def _open_or_create(
-        self, scope: WorkspaceScope, settings: DailyNotes, day: datetime.date
+        self, scope: WorkspaceScope, settings: DailyNotes, day: datetime.date, change: Change
     ) -> tuple[NoteContent, bool]:
         store = self.services.store
         note_id = settings.note_id(day)
@@ -87,7 +89,7 @@ class DailyTool:
             now = datetime.datetime.combine(day, datetime.datetime.now().time())
             text = render_template(template, title, now)
         try:
-            return store.create_note(scope, note_id, text.encode()), True
+            return store.create_note(scope, note_id, text.encode(), change=change), True
         except NoteExists:  # created in between, by another call or an editor
             return store.read_note(scope, note_id), False
 

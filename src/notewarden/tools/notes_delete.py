@@ -35,7 +35,7 @@ import mcp_types as types
 from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
-from notewarden.display import visible
+from notewarden.display import visible_line
 from notewarden.notes.model import Note, NoteIdentity, match_words, matched_name
 from notewarden.notes.store import TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
@@ -168,23 +168,19 @@ class DeleteTool:
         """Re-authorize, re-contain, re-verify each chosen note, move it to the trash, all in the
         claim's transaction: every chosen note goes, or (raising) none."""
         scope = reauthorize_sealed(self.services.grants, call.caller, workspace, confirmed.state)
-        deleted: list[TrashedNote] = []
-        for candidate in confirmed.chosen:
-            try:
-                trashed = self.services.store.move_to_trash(
-                    confirmed.txn,
-                    scope,
-                    shown_note(candidate),
-                    principal=call.principal,
-                    confirmation_id=confirmed.state.confirmation_id,
-                )
-            except (IdentityMismatch, NoteMissing) as exc:
-                raise ToolFailure(
-                    "note_changed",
-                    f"nothing was deleted: {candidate.id} is no longer the file you confirmed "
-                    f"({exc}). Call notes_delete again to see the current notes and confirm anew.",
-                ) from None
-            deleted.append(trashed)
+        chosen = [shown_note(candidate) for candidate in confirmed.chosen]
+        change = call.change(
+            "moved to the trash: " + ", ".join(note.id for note in chosen),
+            confirmation_id=confirmed.state.confirmation_id,
+        )
+        try:
+            deleted = self.services.store.move_to_trash(confirmed.txn, scope, chosen, change=change)
+        except (IdentityMismatch, NoteMissing) as exc:
+            raise ToolFailure(
+                "note_changed",
+                f"nothing was deleted: a note you confirmed is no longer the file you confirmed ({exc}). "
+                "Call notes_delete again to see the current notes and confirm anew.",
+            ) from None
         return deleted_result(workspace, deleted)
 
 
@@ -225,16 +221,16 @@ def delete_result(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) 
 
 def deleted_result(workspace: str, deleted: Sequence[TrashedNote]) -> Done:
     if len(deleted) == 1:
-        note = f"“{deleted[0].title}” ({deleted[0].note_id})"
+        note = f"“{visible_line(deleted[0].title)}” ({visible_line(deleted[0].note_id)})"
         text, summary = (
             f"Moved {note} to the trash of {workspace}.",
             f"{note} was moved to the trash of {workspace}",
         )
     else:
-        ids = ", ".join(d.note_id for d in deleted)
+        ids = ", ".join(visible_line(d.note_id) for d in deleted)
         text = f"Moved {len(deleted)} notes to the trash of {workspace}: {ids}"
         summary = f"{len(deleted)} notes were moved to the trash of {workspace}: {ids}"
-    return Done(delete_result("deleted", workspace, deleted), visible(summary), text)
+    return Done(delete_result("deleted", workspace, deleted), summary, text)
 
 
 _NOT_DELETED: Mapping[str, str] = {

@@ -32,7 +32,6 @@ import anyio.to_thread
 
 from notewarden.display import visible
 from notewarden.notes.editing import Edit, EditError, apply_edits, edit_summary, parse_edits
-from notewarden.notes.history import Change
 from notewarden.notes.model import compose_note, content_version
 from notewarden.notes.receipt import CHANGES_MAX, DIFF_MAX_CHARS, receipt
 from notewarden.notes.store import NoteContent, Rewrite, Rewritten, VersionConflict, replace_with
@@ -211,7 +210,10 @@ class EditTools:
         similar = await anyio.to_thread.run_sync(
             self.services.store.similar_titles, scope, call.arguments["title"]
         )
-        content = await anyio.to_thread.run_sync(self.services.store.create_note, scope, path, text.encode())
+        create = functools.partial(
+            self.services.store.create_note, scope, path, text.encode(), change=call.change("created")
+        )
+        content = await anyio.to_thread.run_sync(create)
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "note": note_object(scope, content.note, content.version),
@@ -226,7 +228,7 @@ class EditTools:
     async def update(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         note_id, expected = call.arguments["noteId"], call.arguments["expectedVersion"]
-        change = Change(call.principal, "notes_update", "replaced the whole text")
+        change = call.change("replaced the whole text")
         rewrite = replace_with(call.arguments["body"].encode(), expected)
         try:
             done = await anyio.to_thread.run_sync(
@@ -255,7 +257,7 @@ class EditTools:
             return receipt_object(scope, note_id, current, rewrite(current), None)
 
         def write() -> dict[str, Any]:
-            change = Change(call.principal, "notes_edit", edit_summary(edits))
+            change = call.change(edit_summary(edits))
             done = store.rewrite_note(scope, note_id, rewrite, change=change)
             return receipt_object(scope, note_id, done.before, done.after.data, done)
 
@@ -270,9 +272,6 @@ class EditTools:
         note_id = call.arguments["noteId"]
         new_path = require_note_path(call.arguments["newPath"], "newPath")
         dry_run = call.arguments.get("dryRun", False)
-        relink = None
-        if call.arguments.get("updateLinks", True):
-            relink = Change(call.principal, "notes_move", f"links to {note_id} now open it at {new_path}")
         try:
             async with progress_sink(call.report_progress) as progress:
                 move = functools.partial(
@@ -280,7 +279,8 @@ class EditTools:
                     scope,
                     note_id,
                     new_path,
-                    relink=relink,
+                    change=call.change(f"moved {note_id} to {new_path}"),
+                    relink=call.arguments.get("updateLinks", True),
                     dry_run=dry_run,
                     progress=progress,
                 )

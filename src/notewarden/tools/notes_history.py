@@ -35,8 +35,8 @@ import mcp_types as types
 from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_purge_form
 from notewarden.confirm.state import ConfirmationState, Selection
-from notewarden.display import visible
-from notewarden.notes.history import Change, HistoryEntry, selection_digest
+from notewarden.display import visible, visible_line
+from notewarden.notes.history import HistoryEntry, selection_digest
 from notewarden.notes.store import VersionConflict, replace_with
 from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
@@ -125,9 +125,7 @@ class HistoryTools:
                 current = store.read_note(scope, note_id)
                 return receipt_object(scope, note_id, current, rewrite(current), None)
             summary = f"reverted to {version_id} (saved {iso8601(entry.saved_at)})"
-            done = store.rewrite_note(
-                scope, note_id, rewrite, change=Change(call.principal, "notes_revert", summary)
-            )
+            done = store.rewrite_note(scope, note_id, rewrite, change=call.change(summary))
             return receipt_object(scope, note_id, done.before, done.after.data, done)
 
         try:
@@ -167,7 +165,7 @@ class HistoryTools:
 
         def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
             purged = self.purge_selected(call, confirmed)
-            where = visible(note_id or str(confirmed.state.bound["workspace"]))
+            where = visible_line(note_id or str(confirmed.state.bound["workspace"]))
             return Done(
                 self._result("purged", workspace, purged),
                 f"{purged} saved version(s) of {where} were purged for good",
@@ -193,13 +191,11 @@ class HistoryTools:
     @staticmethod
     def form(scope: WorkspaceScope, note_id: str | None, entries: Sequence[HistoryEntry]) -> dict[str, Any]:
         shown = [
-            visible(
-                f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
-            )
+            f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
             for e in entries[:SHOWN_IN_FORM]
         ]
         where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
-        return history_purge_form(visible(where), len(entries), shown, len(entries) - len(shown))
+        return history_purge_form(visible_line(where), len(entries), shown, len(entries) - len(shown))
 
     def purge_selected(self, call: ToolCall, confirmed: Confirmed) -> int:
         """Select again with the sealed bound; the digest must match, or nothing is purged."""
@@ -221,7 +217,12 @@ class HistoryTools:
                 f"({selection.count} then, {len(entries)} now). Call notes_history_purge "
                 "again and confirm anew.",
             )
-        return self.services.store.purge_history(confirmed.txn, scope, entries)
+        where = visible(note_id or str(confirmed.state.bound["workspace"]))
+        change = call.change(
+            f"{len(entries)} saved version(s) of {where} purged for good",
+            confirmation_id=confirmed.state.confirmation_id,
+        )
+        return self.services.store.purge_history(confirmed.txn, scope, entries, change=change)
 
     @staticmethod
     def _result(outcome: str, workspace: str, purged: int) -> dict[str, Any]:

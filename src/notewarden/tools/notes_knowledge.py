@@ -9,7 +9,9 @@
 * `notes_recent`: the latest change of each note (created, modified, moved, deleted), newest
   first, since an optional instant. Created, moved and deleted are known from when the index
   saw them (notes changed while no server ran are seen at the next start); modified is the
-  file's mtime.
+  file's mtime. A change made through notewarden says who made it (`by`, from its record:
+  `notes.change_log` Rule 4): only for the notes the caller may read, and only who, with which
+  client and tool, and when.
 
 Lines of note text shown to a person (a backlink's context) go through `display.visible`.
 Read-only, like every read they are authorized and contained by the `workspaceUri` path.
@@ -27,7 +29,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from notewarden.display import visible
+from notewarden.display import visible, visible_line
 from notewarden.notes.markdown import tag_key
 from notewarden.notes.model import Note
 from notewarden.notes.store import LinkView
@@ -127,6 +129,27 @@ CHANGE_OBJECT: dict[str, Any] = {
             "type": "string",
             "description": "Not for deleted notes (notes_trash_list lists those it keeps).",
         },
+        "by": {
+            "type": "object",
+            "description": "Who made this change through notewarden, from its record; absent for a change "
+            "nobody recorded (made in an editor). The client's name and version are what the client said "
+            "(unverified).",
+            "properties": {
+                "principal": {"type": "string"},
+                "tool": {"type": "string"},
+                "client": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "version": {"type": "string"},
+                        "verified": {"const": False},
+                    },
+                    "required": ["name", "version", "verified"],
+                },
+                "at": {"type": "string", "format": "date-time"},
+            },
+            "required": ["principal", "tool", "client", "at"],
+        },
     },
     "required": ["kind", "id", "title", "at"],
 }
@@ -209,13 +232,24 @@ class KnowledgeTools:
                 item["from"] = change.previous
             if change.kind != "deleted":
                 item["uri"] = note_uri(scope, change.note_id)
+            if change.by is not None:
+                item["by"] = {
+                    "principal": change.by.principal,
+                    "tool": change.by.tool,
+                    "client": {
+                        "name": change.by.client_name,
+                        "version": change.by.client_version,
+                        "verified": False,
+                    },
+                    "at": iso8601(change.by.at),
+                }
             shown.append(item)
         return complete({"workspaceUri": str(scope.uri), "changes": shown})
 
 
 def similar_notice(notes: Sequence[Note]) -> str:
     """What `notes_create` tells a person about existing notes with (nearly) the same title."""
-    shown = "; ".join(f"{visible(n.title)} ({visible(n.id)})" for n in notes[:5])
+    shown = "; ".join(f"{visible_line(n.title)} ({visible_line(n.id)})" for n in notes[:5])
     more = f" and {len(notes) - 5} more" if len(notes) > 5 else ""
     return (
         f"Created. {len(notes)} existing note{'s' if len(notes) != 1 else ''} already "
@@ -353,8 +387,9 @@ def notes_recent(services: Services) -> ToolDef:
             "notes_recent",
             "Recent changes",
             "What changed in a workspace (or a folder inside it): notes created, modified, moved (with the "
-            "id they had) and deleted, newest first, each with when; since narrows to changes after an "
-            "instant. Read-only.",
+            "id they had) and deleted, newest first, each with when and, for a change made through notewarden, "
+            "who made it (by: principal, tool, and the client's own name and version, unverified); since "
+            "narrows to changes after an instant. Read-only.",
             object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,

@@ -31,7 +31,10 @@ accepted state can be answered again. A second attempt while a send is under way
 lease goes stale and the next attempt sends again with the same `Idempotency-Key` (the
 confirmation id), which a target that honours it turns into one publication (docs/publish.md).
 The server's own records (connections, credentials) are read and written in worker threads. A
-stored credential makes later publishes one round with no elicitation at all.
+stored credential makes later publishes one round with no elicitation at all. The publication's
+record (`notes.change_log`) goes in the second short transaction, with "published"; a one-round
+publish writes it in a transaction of its own after the send, and logs it if it cannot (the note is
+out: answering an error would invite a second publication).
 
 | answer          | record    | verdict   | consumes | effect                                  |
 |-----------------|-----------|-----------|----------|-----------------------------------------|
@@ -71,13 +74,15 @@ from notewarden.confirm.flow import (
 )
 from notewarden.confirm.forms import Answer, Outcome, Verdict, VerdictKind
 from notewarden.confirm.state import ConfirmationState, InvalidState
-from notewarden.display import visible
+from notewarden.display import visible, visible_line
 from notewarden.ledger import Claim, LedgerTxn, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
+from notewarden.notes.change_log import NoteEffect
 from notewarden.notes.store import NoteStore
 from notewarden.publish.config import PublishTarget
 from notewarden.publish.connections import AskedBy, Connections, ConnectionStatus, PendingConnection
 from notewarden.publish.sender import CredentialRejected, Delivery, DeliveryFailed, send_note
+from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
@@ -205,6 +210,8 @@ class NoteToSend:
     note_id: str
     title: str
     markdown: str
+    version: str = ""
+    """`model.content_version` of the note as read: what the record says was sent."""
 
 
 class PublishTool:
@@ -232,9 +239,9 @@ class PublishTool:
         connections = self.connections
         credential = await anyio.to_thread.run_sync(connections.credential, call.principal, target.id)  # 3
         if call.request_state is None and credential is not None:
-            return published(
-                target, note, await self.deliver(call, target, note, credential, idempotency_key=None)
-            )
+            delivery = await self.deliver(call, target, note, credential, idempotency_key=None)
+            await anyio.to_thread.run_sync(self.record_sent, call, str(scope.workspace), target, note)
+            return published(target, note, delivery)
         require_url_elicitation(call.capabilities)
         action = self.action(call)
         bound = {"workspace": str(scope.workspace), "target": target.id}
@@ -306,7 +313,7 @@ class PublishTool:
 
     def connect_message(self, target: PublishTarget, note: NoteToSend) -> str:
         return (
-            f"To publish “{visible(note.title)}” to {target.title}, notewarden needs your {target.title} credential once. "
+            f"To publish “{visible_line(note.title)}” to {target.title}, notewarden needs your {target.title} credential once. "
             "Open this page on notewarden, sign in as yourself, and enter it there: it goes straight to "
             "notewarden, is stored encrypted, and never passes through this app."
         )
@@ -437,9 +444,9 @@ class PublishTool:
                 await anyio.to_thread.run_sync(self.give_back, call, state, lease)
             raise
         done = published(target, note, delivery)
-        sent = f"“{visible(note.title)}” ({visible(note.note_id)}) was published to {visible(target.title)}"
+        sent = f"“{visible_line(note.title)}” ({visible_line(note.note_id)}) was published to {visible_line(target.title)}"
         kept = receipt(Done(done.structured_content or {}, sent), "published")
-        await anyio.to_thread.run_sync(self.record, call, state, lease, "published", kept)
+        await anyio.to_thread.run_sync(self.record, call, state, lease, "published", kept, (target, note))
         return done
 
     def what_to_send(
@@ -473,15 +480,45 @@ class PublishTool:
         lease: float,
         outcome: str | None,
         kept: Mapping[str, Any] | None = None,
+        sent: tuple[PublishTarget, NoteToSend] | None = None,
     ) -> None:
-        """The second short critical section: the outcome and its receipt, or (None) the claim given
-        back. A lease another attempt took over records nothing (`ledger.pending` Rule 2)."""
+        """The second short critical section: the outcome, its receipt and the change's record
+        (`notes.change_log`), or (None) the claim given back. A lease another attempt took over
+        records nothing (`ledger.pending` Rule 2)."""
         with self.services.ledger.critical_section() as txn:
             settled = settle_pending(
                 txn, state.confirmation_id, call.principal, pending=PUBLISHING, lease=lease, outcome=outcome
             )
             if settled and kept is not None:
                 txn.record_receipt(state.confirmation_id, kept)
+            if settled and sent is not None:
+                self.record_change(txn, call, state.bound["workspace"], *sent, state.confirmation_id)
+
+    def record_sent(self, call: ToolCall, workspace: str, target: PublishTarget, note: NoteToSend) -> None:
+        """A publish with a stored credential (no confirmation): its record, after the send. The note
+        is out: a record that cannot be written now is logged, never answered as a failure (a retry
+        would publish it again)."""
+        try:
+            with self.services.ledger.critical_section() as txn:
+                self.record_change(txn, call, workspace, target, note, None)
+        except LedgerUnavailable:
+            logger.warning(
+                "a note was published but its record could not be written",
+                extra={"note": note.note_id, "target": target.id, "principal": call.principal},
+            )
+
+    def record_change(
+        self,
+        txn: LedgerTxn,
+        call: ToolCall,
+        workspace: str,
+        target: PublishTarget,
+        note: NoteToSend,
+        confirmation_id: str | None,
+    ) -> None:
+        change = call.change(f"published {note.note_id} to {target.id}", confirmation_id=confirmation_id)
+        sent = NoteEffect(note.note_id, "published", version_after=note.version or None)
+        self.services.changes.record(txn, workspace, change, [sent])
 
     def give_back(self, call: ToolCall, state: ConfirmationState, lease: float) -> None:
         """Nothing was sent: the same answer may be given again. If the ledger cannot be reached
@@ -527,7 +564,7 @@ def published(target: PublishTarget, note: NoteToSend, delivery: Delivery) -> ty
         "noteId": note.note_id,
         "status": delivery.status,
     }
-    text = f"Published “{visible(note.title)}” ({visible(note.note_id)}) to {target.title}"
+    text = f"Published “{visible_line(note.title)}” ({visible_line(note.note_id)}) to {target.title}"
     if delivery.location:  # a 201's Location, possibly relative to the target's URL
         structured["url"] = urljoin(target.url, delivery.location)
         text += f": {visible(structured['url'])}"
@@ -543,8 +580,10 @@ def result(structured: dict[str, Any], text: str) -> types.CallToolResult:
 def read_note(store: NoteStore, scope: WorkspaceScope, note_id: str) -> NoteToSend:
     """The note's text, read through the configured store; only ids inside the scope."""
     split_relative(note_id)  # refuses absolute paths, '..', empty parts with a clear message
-    if not scope.contains(note_id):
-        raise ToolFailure("note_missing", f"note {note_id!r} is not inside {scope.uri}")
+    try:
+        scope.check(note_id)  # RightMissing where the principal may not publish
+    except PathRejected:
+        raise ToolFailure("note_missing", f"note {note_id!r} is not inside {scope.uri}") from None
     content = store.read_note(scope, note_id)
     if len(content.data) > MAX_NOTE_BYTES:
         raise ToolFailure(
@@ -552,7 +591,10 @@ def read_note(store: NoteStore, scope: WorkspaceScope, note_id: str) -> NoteToSe
             f"{note_id} is {len(content.data)} bytes; at most {MAX_NOTE_BYTES} can be published",
         )
     return NoteToSend(
-        note_id=note_id, title=content.note.title, markdown=content.data.decode("utf-8", "replace")
+        note_id=note_id,
+        title=content.note.title,
+        markdown=content.data.decode("utf-8", "replace"),
+        version=content.version,
     )
 
 

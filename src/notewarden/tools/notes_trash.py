@@ -32,7 +32,7 @@ import mcp_types as types
 from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
 from notewarden.confirm.forms import TRASH_EMPTY_INPUT_KEY, Answer, trash_empty_form
 from notewarden.confirm.state import ConfirmationState, Selection
-from notewarden.display import visible
+from notewarden.display import visible_line
 from notewarden.notes.store import ProgressSink, TrashedNote
 from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
@@ -139,8 +139,11 @@ class TrashTools:
             require_note_path(new_path, "newPath")
 
         def restore() -> Any:
+            change = call.change(
+                f"restored {trash_id} from the trash" + (f" as {new_path}" if new_path else "")
+            )
             with self.services.trash_ledger(scope.workspace).critical_section() as txn:
-                return self.services.store.restore(txn, scope, trash_id, new_id=new_path)
+                return self.services.store.restore(txn, scope, trash_id, change=change, new_id=new_path)
 
         try:
             note = await anyio.to_thread.run_sync(restore)
@@ -220,8 +223,12 @@ class TrashTools:
                 f"nothing was deleted: the trash changed since you confirmed ({selection.count} "
                 f"notes then, {len(entries)} now). Call notes_trash_empty again and confirm anew.",
             )
+        change = call.change(
+            f"{len(entries)} note(s) permanently deleted from the trash",
+            confirmation_id=confirmed.state.confirmation_id,
+        )
         try:
-            self.services.store.purge_trash(confirmed.txn, scope, entries, progress=progress)
+            self.services.store.purge_trash(confirmed.txn, scope, entries, change=change, progress=progress)
         except IdentityMismatch as exc:
             raise ToolFailure("trash_changed", f"nothing was deleted: {exc}") from None
         return entries
@@ -252,7 +259,7 @@ def _decode_trash_cursor(cursor: str) -> str:
 
 def empty_receipt(result: dict[str, Any]) -> Done:
     """The emptied trash's result, and what it did in a sentence (for a replay's receipt)."""
-    names = ", ".join(visible(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
+    names = ", ".join(visible_line(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
     more = f" and {result['purged'] - SHOWN_IN_FORM} more" if result["purged"] > SHOWN_IN_FORM else ""
     return Done(
         result,

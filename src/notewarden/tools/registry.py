@@ -44,6 +44,7 @@ from notewarden.confirm.flow import ToolResult
 from notewarden.confirm.state import InvalidState
 from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
+from notewarden.notes.history import Change
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
 from notewarden.scope import fs_errors
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
@@ -132,6 +133,8 @@ class ToolCall:
     """Set on a legacy (2025-11-25) session only: the tool then asks live instead of input_required."""
     client_name: str = ""
     """What the client calls itself (`clientInfo`): shown to the person, never used to decide anything."""
+    client_version: str = ""
+    """The version the client gives in `clientInfo`: kept in the record of a change, like its name."""
     right: Right = Right.READ
     """The right the tool needs (set by the registry from the tool's declaration)."""
     credential_rights: frozenset[Right] | None = None
@@ -141,6 +144,12 @@ class ToolCall:
     def caller(self) -> Caller:
         """Who asks, for what right: what every authorization of this call is made with."""
         return Caller(self.principal, self.right, self.credential_rights)
+
+    def change(self, summary: str, *, confirmation_id: str | None = None) -> Change:
+        """The change this call makes, as its history rows and its record keep it (`notes.change_log`)."""
+        return Change(
+            self.principal, self.name, summary, self.client_name, self.client_version, confirmation_id
+        )
 
 
 ToolHandler = Callable[[ToolCall], Awaitable[ToolResult]]
@@ -342,7 +351,8 @@ class ToolRegistry:
         if self._rights_held is not None:
             held = self._rights_held(call)
             if held and tool.right not in held:  # holding nothing at all, the workspace is not granted
-                return right_refused(call)
+                granted = self._rights_held(replace(call, credential_rights=None))
+                return right_refused(call, granted)
         problems = tool.argument_problems(call.arguments)
         if problems:
             return tool_error(
@@ -370,10 +380,12 @@ class ToolRegistry:
             return tool_error(failure.code, str(failure), failure.details)
 
 
-def right_refused(call: ToolCall) -> types.CallToolResult:
+def right_refused(call: ToolCall, granted: frozenset[Right]) -> types.CallToolResult:
     """A tool whose right the caller holds in no workspace: refused before it runs, saying who can
-    give it. `tools/list` does not show this caller the tool."""
-    if call.credential_rights is not None and call.right not in call.credential_rights:
+    give it: another credential only when the principal's grants (`granted`, without the credential's
+    narrowing) hold the right somewhere, else the operator. `tools/list` does not show this caller
+    the tool."""
+    if call.right in granted and call.credential_rights is not None:  # the credential narrowed it away
         who = (
             f"your credential carries only {describe_rights(call.credential_rights)}: use one with "
             f"{call.right} (an OAuth token with the scope for it, or a token made with --rights)"
