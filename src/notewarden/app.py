@@ -41,12 +41,13 @@ from notewarden.config import Config
 from notewarden.jsonrpc import UniqueMemberLines
 from notewarden.legacy import live_elicitation
 from notewarden.scope.grants import Grants
-from notewarden.scope.rights import Right
+from notewarden.scope.rights import Caller, Right
 from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import limit_by_right
 from notewarden.tools.own_forms import check_own_forms
+from notewarden.tools.prompts import NotePrompts
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
 from notewarden.web.authz import RefreshConfig, RequireScopes
@@ -83,7 +84,8 @@ INSTRUCTIONS = (
     "content is kept: notes_history lists versions, notes_revert brings one back. notes_delete, "
     "notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted notes stay in the "
     "workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a resource: "
-    "its file: URI."
+    "its file: URI. Prompts (prompts/list) offer common workflows: reviewing changes, summarizing a folder, "
+    "tidying tags, turning a meeting note into tasks."
 )
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -156,6 +158,16 @@ def build_server(
         rights_held=lambda call: grants.rights_held(call.principal, call.credential_rights),
     )
     resources = NoteResources(services, resolve_principal)
+    prompts = NotePrompts(
+        services, lambda ctx: Caller(resolve_principal(ctx), credential_rights=credential_rights(ctx))
+    )
+
+    async def complete(
+        ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        if isinstance(params.ref, types.PromptReference):
+            return await prompts.complete(ctx, params)
+        return await resources.complete(ctx, params)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -194,7 +206,9 @@ def build_server(
         on_list_resources=resources.list_resources,
         on_list_resource_templates=resources.list_templates,
         on_read_resource=resources.read_resource,
-        on_completion=resources.complete,
+        on_completion=complete,
+        on_list_prompts=prompts.list_prompts,
+        on_get_prompt=prompts.get_prompt,
     )
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none

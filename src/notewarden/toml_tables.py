@@ -37,7 +37,14 @@ T = TypeVar("T")
 
 
 class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key and the fix."""
+    """The configuration is invalid; the message names the key and the fix. `fix`, when given, is the
+    command or the change that mends it: said after the problem ("…; fix: …"), and kept apart for
+    `notewarden doctor`, which prints it on a line of its own."""
+
+    def __init__(self, problem: str, *, fix: str = "") -> None:
+        super().__init__(f"{problem}; fix: {fix}" if fix else problem)
+        self.problem = problem
+        self.fix = fix
 
 
 FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)

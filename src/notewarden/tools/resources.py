@@ -38,7 +38,7 @@ from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
 from notewarden.scope.rights import Caller, RightMissing
 from notewarden.services import Services
-from notewarden.tools.results import note_uri, progress_sink
+from notewarden.tools.results import COMPLETION_MAX, completion, note_uri, progress_sink
 
 __all__ = ["ANY_WORKSPACE_TEMPLATE", "LIST_TTL_MS", "PAGE_SIZE", "NoteResources"]
 
@@ -49,7 +49,6 @@ TEMPLATES_TTL_MS = 60_000
 MARKDOWN = "text/markdown"
 NOTE_TEMPLATE = "/{+noteId}"
 ANY_WORKSPACE_TEMPLATE = "{+workspaceUri}" + NOTE_TEMPLATE
-COMPLETION_MAX = 100
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -150,11 +149,11 @@ class NoteResources:
         granted = self._granted(principal)
         if not isinstance(ref, types.ResourceTemplateReference):
             raise MCPError(
-                code=INVALID_PARAMS, message="this server has no prompts; complete a resource template"
+                code=INVALID_PARAMS, message="complete a resource template's or a prompt's argument"
             )
         if ref.uri == ANY_WORKSPACE_TEMPLATE and name == "workspaceUri":
             matching = [w for w in granted if w.startswith(value)]
-            return _completion(matching[:COMPLETION_MAX], len(matching) > COMPLETION_MAX)
+            return completion(matching[:COMPLETION_MAX], len(matching) > COMPLETION_MAX)
         if ref.uri == ANY_WORKSPACE_TEMPLATE:
             workspace = context.get("workspaceUri")
         elif ref.uri.endswith(NOTE_TEMPLATE) and ref.uri[: -len(NOTE_TEMPLATE)] in granted:
@@ -167,7 +166,7 @@ class NoteResources:
         if name != "noteId":
             raise MCPError(code=INVALID_PARAMS, message=f"{ref.uri} has no argument {name!r} to complete")
         if workspace is None:
-            return _completion([], False)  # the workspace is not chosen yet
+            return completion([], False)  # the workspace is not chosen yet
         try:
             scope = self.services.grants.authorize_workspace(Caller(principal), workspace)
         except (ScopeError, AuthorizationError, RightMissing) as exc:
@@ -175,7 +174,7 @@ class NoteResources:
         ids, more = await anyio.to_thread.run_sync(
             functools.partial(self.services.store.complete_ids, scope, value, limit=COMPLETION_MAX)
         )
-        return _completion(list(ids), more)
+        return completion(list(ids), more)
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
@@ -203,10 +202,6 @@ class NoteResources:
             blob = base64.b64encode(content.data).decode()
             contents = types.BlobResourceContents(uri=shown, mime_type="application/octet-stream", blob=blob)
         return types.ReadResourceResult(contents=[contents], ttl_ms=READ_TTL_MS, cache_scope="private")
-
-
-def _completion(values: list[str], more: bool) -> types.CompleteResult:
-    return types.CompleteResult(completion=types.Completion(values=values, has_more=more))
 
 
 def _encode_cursor(workspace: str, note_id: str) -> str:

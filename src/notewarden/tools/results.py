@@ -42,10 +42,12 @@ from notewarden.tools.registry import ToolCall, ToolFailure
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 
 __all__ = [
+    "COMPLETION_MAX",
     "NOTE_ID",
     "NOTE_OBJECT",
     "WORKSPACE_URI",
     "complete",
+    "completion",
     "confirm_in_workspace",
     "iso8601",
     "note_object",
@@ -82,6 +84,14 @@ NOTE_OBJECT: dict[str, Any] = {
     },
     "required": ["id", "title", "uri", "size", "modified"],
 }
+
+
+COMPLETION_MAX = 100
+"""Values one `completion/complete` answer offers (the spec's cap)."""
+
+
+def completion(values: list[str], more: bool) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=values, has_more=more))
 
 
 def note_uri(scope: WorkspaceScope, note_id: str) -> str:
