@@ -134,27 +134,23 @@ def test_publishing_lowered_between_rounds_is_refused_and_the_step_stays_open(
             url_mode = {"elicitation": {"url": {}}}
             first = client.call("notes_publish", args, capabilities=url_mode).result
             assert first["resultType"] == "input_required", first
+            opened = {"publish_connect": {"action": "accept"}}
+
+            def retry() -> dict[str, Any]:
+                return client.call(
+                    "notes_publish",
+                    args,
+                    capabilities=url_mode,
+                    inputResponses=opened,
+                    requestState=first["requestState"],
+                ).result
+
             before = counts(d)
             d.write_configs(rights=("maintainer",))
-            opened = {"publish_connect": {"action": "accept"}}
-            again = client.call(
-                "notes_publish",
-                args,
-                capabilities=url_mode,
-                inputResponses=opened,
-                requestState=first["requestState"],
-            ).result
-            refused_for(again, "publish")
+            refused_for(retry(), "publish")
             assert counts(d) == before and target.received == []
             d.write_configs(rights=("owner",))
-            still = client.call(
-                "notes_publish",
-                args,
-                capabilities=url_mode,
-                inputResponses=opened,
-                requestState=first["requestState"],
-            ).result
-            assert still["resultType"] == "input_required", "the connect step is still open, not consumed"
+            assert retry()["resultType"] == "input_required", "the connect step is still open, not consumed"
             assert target.received == []
     finally:
         target.stop()

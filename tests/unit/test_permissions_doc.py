@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from notewarden.app import default_tools
-from notewarden.config import parse_config
 from notewarden.scope.rights import Right
-from notewarden.services import open_services
+from notewarden.tools.registry import ToolDef
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "permissions.md"
 
 
-@pytest.fixture(scope="module")
-def declared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Right]]:
-    base = tmp_path_factory.mktemp("permissions")
-    (base / "ws").mkdir()
-    config = parse_config(
-        {
-            "state_dir": str(base / "state"),
-            "workspace": [{"uri": f"file://{base / 'ws'}"}],
-            "principal": [{"id": "alice", "workspaces": [f"file://{base / 'ws'}"]}],
-        }
-    )
-    services = open_services(config)
-    yield {t.tool.name: t.right for t in default_tools(services)}
-    services.close()
+@pytest.fixture
+def declared(shipped_tools: dict[str, ToolDef]) -> dict[str, Right]:
+    return {name: t.right for name, t in shipped_tools.items()}
 
 
 def test_the_documented_table_is_the_declared_one(declared: dict[str, Right]) -> None:

@@ -7,7 +7,6 @@ when that check fails; these tests hold the fast path to the judge, on every shi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from notewarden.app import default_tools
-from notewarden.config import parse_config
 from notewarden.scope.rights import Right
-from notewarden.services import open_services
 from notewarden.tools.registry import (
     ToolDef,
     ToolRegistry,
@@ -29,20 +25,9 @@ from notewarden.tools.registry import (
 )
 
 
-@pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ToolDef]]:
-    base = tmp_path_factory.mktemp("arguments")
-    (base / "ws").mkdir()
-    config = parse_config(
-        {
-            "state_dir": str(base / "state"),
-            "workspace": [{"uri": f"file://{base / 'ws'}"}],
-            "principal": [{"id": "alice", "workspaces": [f"file://{base / 'ws'}"]}],
-        }
-    )
-    services = open_services(config)
-    yield {t.tool.name: t for t in default_tools(services)}
-    services.close()
+@pytest.fixture
+def tools(shipped_tools: dict[str, ToolDef]) -> dict[str, ToolDef]:
+    return shipped_tools
 
 
 def test_every_shipped_tool_takes_the_fast_path(tools: dict[str, ToolDef]) -> None:
