@@ -1,4 +1,4 @@
-"""A shop's orders in SQLite, and its confirmed "cancel order" action (`notewarden.confirm`).
+"""A shop's orders in SQLite or PostgreSQL, and its confirmed "cancel order" (`notewarden.confirm`).
 
 Everything here is the shop's own code; the two servers (`orders_server.py` on the SDK's
 `MCPServer`, `orders_lowlevel.py` on its lowlevel `Server`) only wire it to a tool.
@@ -6,6 +6,9 @@ Everything here is the shop's own code; the two servers (`orders_server.py` on t
 The orders table lives in the ledger's database (`ORDERS`, a schema component the ledger creates
 and upgrades), so the effect updates it through the transaction that claims the confirmation:
 an order is cancelled exactly when its confirmation is consumed, never one without the other.
+
+`--db shop.sqlite3` keeps it in a SQLite file (one host); `--db postgresql://…` in PostgreSQL,
+which any number of server processes share: start each with the same `--key-file`.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from notewarden.confirm import (
     Refusal,
     SchemaComponent,
     ToolResult,
+    open_postgres_ledger,
     open_sqlite_ledger,
     pick_one_form,
     retriable,
+    sealing,
 )
 
 ORDERS = SchemaComponent(
@@ -60,8 +65,11 @@ CANCEL_ORDER = types.Tool(
 )
 
 
-def open_orders(db: Path) -> Ledger:
-    """The ledger, in the shop's database, with the orders table beside it."""
+def open_orders(db: str) -> Ledger:
+    """The ledger, in the shop's database (a SQLite file, or a PostgreSQL URL), with the orders table
+    beside it; either is created or upgraded to `ORDERS`' latest version on start."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return open_postgres_ledger(db, schema=(ORDERS,))
     return open_sqlite_ledger(db, schema=(ORDERS,))
 
 
@@ -136,23 +144,32 @@ def call_cancel(
     )
 
 
-def sealing(db: Path, ttl: float) -> RequestStateSecurity:
-    """One AES key per database, kept beside it (mode 0600), so every process serving the same
-    orders opens the others' `requestState`: a replay reaches the ledger, which refuses it."""
-    key_file = db.with_suffix(".key")
+def request_state_security(action: ConfirmedAction, key_file: Path) -> RequestStateSecurity:
+    """The sealing of `requestState`: its TTL is the action's (`sealing`), its key one per shop, kept
+    in `key_file` (mode 0600, made on first use), so every process serving the same orders opens
+    the others' states: a replay reaches the ledger, which refuses it. The SDK's default principal
+    binding stays on (the caller's token, over authenticated HTTP)."""
     try:
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_hex(32))
+            out.write(secrets.token_hex(32))  # 64 characters: the SDK needs at least 32 bytes
     except FileExistsError:
         pass
-    return RequestStateSecurity(keys=[key_file.read_text().strip()], ttl=ttl, bind_principal=None)
+    return sealing(action, keys=[key_file.read_text().strip()])
 
 
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--db", type=Path, required=True, help="the shop's SQLite database")
+    parser.add_argument("--db", required=True, help="the shop's SQLite file, or a postgresql:// URL")
+    parser.add_argument(
+        "--key-file", type=Path, help="the sealing key, shared by every process (default: DB.key)"
+    )
     parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--principal", default="clerk", help="who the (unauthenticated) caller is")
     parser.add_argument("--ttl", type=float, default=600.0, help="seconds a confirmation may be answered")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.key_file is None:
+        if "://" in args.db:
+            parser.error("--key-file is required with a PostgreSQL --db (every process needs the same key)")
+        args.key_file = Path(args.db).with_suffix(".key")
+    return args

@@ -2,6 +2,7 @@
 
     python examples/orders_lowlevel.py --db orders.sqlite3             # stdio
     python examples/orders_lowlevel.py --db orders.sqlite3 --http 8000 # Streamable HTTP, /mcp
+    python examples/orders_lowlevel.py --db postgresql://127.0.0.1/shop --key-file shop.key --http 8000
 
 The lowlevel tier installs no `requestState` sealing by itself: the `RequestStateBoundary`
 middleware below is what seals and verifies it (the SDK's; `notewarden.confirm` never seals).
@@ -17,7 +18,14 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary
 from mcp.server.stdio import stdio_server
-from orders import CANCEL_ORDER, call_cancel, cancel_action, open_orders, parse_args, sealing
+from orders import (
+    CANCEL_ORDER,
+    call_cancel,
+    cancel_action,
+    open_orders,
+    parse_args,
+    request_state_security,
+)
 
 
 def build(args: Any) -> Server[Any]:
@@ -33,7 +41,8 @@ def build(args: Any) -> Server[Any]:
         )
 
     server: Server[Any] = Server("orders", on_list_tools=list_tools, on_call_tool=call_tool)
-    server.middleware.append(RequestStateBoundary(sealing(args.db, args.ttl), default_audience="orders"))
+    security = request_state_security(action, args.key_file)
+    server.middleware.append(RequestStateBoundary(security, default_audience="orders"))
     return server
 
 

@@ -2,9 +2,11 @@
 
 Rule 1: production code only *calls* `fault_point(name)`; nothing here reads the environment, a
 file or a client's words, so no deployment and no request can arm a point. The registry is empty
-unless code running in the same process calls `install` before serving, which only the tests'
-own entry module does (`tests/race/fault_entry.py`: it reads its test-only variables, installs a
-pause hook, then starts `notewarden` as usual).
+unless code running in the same process calls `install` before serving, which only test code does:
+the tests' own entry module (`tests/race/fault_entry.py`: it reads its test-only variables,
+installs a pause hook, then starts `notewarden` as usual) and the confirmation library's public
+test helpers (`notewarden.confirm.testing`, whose command-line arguments arm a point in a server
+author's test process).
 
 Rule 2: a point without a hook costs one dictionary lookup; a hook runs on the thread that reached
 the point, inside whatever transaction is open there, so it may block (hold the ledger's lock) to
@@ -31,7 +33,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["CONFIRM_POINTS", "MOVE_POINTS", "POINTS", "WRITE_POINTS", "fault_point", "install", "installed"]
+__all__ = [
+    "CONFIRM_POINTS",
+    "MOVE_POINTS",
+    "POINTS",
+    "WRITE_POINTS",
+    "fault_point",
+    "install",
+    "installed",
+    "uninstall",
+]
 
 CONFIRM_POINTS = ("after_claim", "after_mutation", "after_commit")
 MOVE_POINTS = ("move_rewriting", "move_committed")
@@ -54,6 +65,11 @@ def install(name: str, hook: FaultHook) -> None:
     if name not in POINTS:
         raise ValueError(f"{name!r} is not a fault point; use one of {', '.join(POINTS)}")
     _hooks[name] = hook
+
+
+def uninstall(name: str) -> None:
+    """Test-only: remove the hook at `name`, if any."""
+    _hooks.pop(name, None)
 
 
 def installed() -> tuple[str, ...]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +31,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from notewarden.confirm import SchemaComponent, open_sqlite_ledger
-from notewarden.faults import CONFIRM_POINTS
+from notewarden.confirm.testing import CRASH_POINTS, Pause
 from tests.conftest import free_port, stop_process
-from tests.race.fault_entry import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from tests.wire.test_stdio import check_recorded
 
 pytestmark = pytest.mark.anyio
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-FAULT_ENTRY = Path(__file__).resolve().parents[1] / "race" / "fault_entry.py"
 SERVERS = ["orders_server.py", "orders_lowlevel.py"]
 ARGS = {"customer": "ada"}
 
@@ -238,20 +235,16 @@ async def test_a_replay_on_a_second_process_gets_already_used_with_the_receipt(
 
 @asynccontextmanager
 async def http_server(
-    shop: Shop, script: str, *, env: dict[str, str] | None = None, launcher: list[str] | None = None
+    shop: Shop, script: str, *, pause: Pause | None = None
 ) -> AsyncIterator[subprocess.Popen[bytes]]:
-    """The example serving Streamable HTTP on a free port (`process.args[-1]`), as a real process."""
+    """The example serving Streamable HTTP on a free port (`process.args[-1]`), as a real process;
+    with `pause`, started through `notewarden.confirm.testing` with that point armed."""
     port = free_port()
-    command = [
-        *(launcher or [sys.executable]),
-        str(EXAMPLES / script),
-        "--db",
-        str(shop.db),
-        "--http",
-        str(port),
-    ]
+    args = ["--db", str(shop.db), "--http", str(port)]
+    script_path = EXAMPLES / script
+    command = pause.command(script_path, *args) if pause else [sys.executable, str(script_path), *args]
     with (shop.root / "http.log").open("ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=log, env={**os.environ, **(env or {})})
+        process = subprocess.Popen(command, stdout=log, stderr=log)
     try:
         with anyio.fail_after(30):
             while True:
@@ -276,14 +269,16 @@ async def http_client(process: subprocess.Popen[bytes], **kwargs: Any) -> AsyncI
 
 
 @pytest.mark.parametrize("script", SERVERS)
-@pytest.mark.parametrize("point", CONFIRM_POINTS)
-async def test_sigkill_between_claim_and_mutation_and_after(shop: Shop, script: str, point: str) -> None:
+@pytest.mark.parametrize("point", CRASH_POINTS)
+async def test_sigkill_between_claim_and_mutation_and_after(
+    shop: Shop, script: str, point: str, confirm_pause: Callable[[str], Pause]
+) -> None:
     """Killed at `point` (after_claim: claimed, order untouched; after_mutation: order updated, not
     committed; after_commit), then restarted on the same database: either both the claim and the
-    cancellation happened, or neither and the same confirmation still cancels the order once."""
-    pause = shop.root / "paused"
-    env = {PAUSE_AT_ENV: point, PAUSE_FILE_ENV: str(pause)}
-    async with http_server(shop, script, env=env, launcher=[sys.executable, str(FAULT_ENTRY)]) as victim:
+    cancellation happened, or neither and the same confirmation still cancels the order once. The
+    pause is the library's public test helper (`notewarden.confirm.testing`, its pytest fixture)."""
+    pause = confirm_pause(point)
+    async with http_server(shop, script, pause=pause) as victim:
         async with http_client(victim) as session:
             first = await round1(session)
 
@@ -294,14 +289,9 @@ async def test_sigkill_between_claim_and_mutation_and_after(shop: Shop, script: 
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(doomed)
-            with anyio.fail_after(30):
-                while not pause.exists():
-                    await anyio.sleep(0.02)
-            assert int(pause.read_text()) == victim.pid
-            os.kill(victim.pid, signal.SIGKILL)
+            assert await pause.kill() == victim.pid
             victim.wait(timeout=10)
             tasks.cancel_scope.cancel()  # whatever the client makes of the dead connection
-    pause.unlink()
     committed = point == "after_commit"
     assert (shop.status(1), shop.claims()) == (("cancelled", 1) if committed else ("open", 0))
     async with http_server(shop, script) as restarted, http_client(restarted) as session:

@@ -6,26 +6,32 @@ confirmation in a ledger (SQLite on one host, PostgreSQL for several instances),
 client replays, however many processes serve it, wherever one of them crashes.
 
     action = ConfirmedAction(tool="cancel_order", ledger=open_sqlite_ledger(path), answer=Answer.PICK_ONE)
+    mcp = MCPServer("shop", request_state_security=sealing(action, keys=[key]))
 
     @mcp.tool()
     async def cancel_order(customer: str, ctx: Context) -> CallToolResult | InputRequiredResult:
         return await action.run(
-            principal=who(ctx), arguments={"customer": customer},
+            principal=who_is_asking(), arguments={"customer": customer},
             request_state=ctx.request_state, input_responses=ctx.input_responses,
             offer=..., effect=..., unchanged=...,
         )
 
-The contract, the threat model and the version policy: docs/confirm-library.md. The path itself:
-`confirm.flow` (module docstring).
+A complete server, every public name, the contract, the threat model and the version policy:
+docs/confirm-library.md (its code runs in tests/examples/test_docs.py). Crash tests of your own
+tool: `confirm.testing` and its pytest plugin `confirm.pytest_plugin`.
 
-Rule 1 (version policy): the names in `__all__` are the public API, versioned by `API_VERSION`
+The path itself: `confirm.flow` (module docstring).
+
+Rule 1 (version policy): the names in `__all__` (and those of the modules `testing` and
+`pytest_plugin`) are the public API, versioned by `API_VERSION`
 under semantic versioning: a minor version adds, only a major version removes or changes a
 name, a signature, the outcome table or the wire shape of a result or error. Everything else
 (the submodules' other names, the plaintext layout of the state, which is sealed and never read
 by clients) is internal and may change in any release.
 
-Rule 2 (stand-alone): this package imports the SDK, `notewarden.ledger`, `notewarden.faults` and
-`notewarden.display` only; nothing of notewarden's notes, scopes or tools.
+Rule 2 (stand-alone): this package imports the SDK, `notewarden.ledger`, `notewarden.schema`,
+`notewarden.faults` and `notewarden.display` only (and pytest, in `pytest_plugin` alone); nothing
+of notewarden's notes, scopes or tools.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from notewarden.confirm.flow import (
     ToolResult,
     already_used,
     retriable,
+    sealing,
 )
 from notewarden.confirm.forms import (
     OUTCOMES,
@@ -84,10 +91,11 @@ __all__ = [
     "pick_one_form",
     "pick_some_form",
     "retriable",
+    "sealing",
     "yes_no_form",
 ]
 
-API_VERSION = "1.0.0"
+API_VERSION = "1.1.0"
 
 
 def open_sqlite_ledger(

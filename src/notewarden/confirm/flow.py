@@ -50,6 +50,7 @@ from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
+from mcp.server.request_state import RequestStateSecurity, authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -78,6 +79,7 @@ __all__ = [
     "iso8601",
     "receipt",
     "retriable",
+    "sealing",
 ]
 
 logger = logging.getLogger(__name__)
@@ -137,7 +139,8 @@ class Confirmed:
 
     @property
     def chosen(self) -> tuple[Candidate, ...]:
-        """What the user confirmed: the picked candidate, the ticked ones, or () for a yes/no form."""
+        """What the user confirmed: the picked candidate, the ticked ones, or for a yes/no form every
+        candidate of the `Offer` (so `(order,) = confirmed.chosen` reads the same for either form)."""
         return self.verdict.chosen
 
 
@@ -180,6 +183,10 @@ class ConfirmedAction:
     """The form's pick field, if not `forms.CHOICE_FIELD` / `SET_FIELD` (pass the same to the form)."""
     noun: str = "item"
     """What a candidate is called in the problems an invalid answer is told ("order")."""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.ttl_seconds, int | float) and 0 < self.ttl_seconds < float("inf")):
+            raise ValueError(f"ttl_seconds must be a positive number of seconds, got {self.ttl_seconds!r}")
 
     def judge(self, answer: Any, candidates: Sequence[Candidate]) -> Verdict:
         return self.answer.judge(answer, candidates, field=self.pick_field, noun=self.noun)
@@ -369,6 +376,37 @@ class ConfirmedAction:
                 fault_point("after_mutation")  # everything written; only COMMIT is left
         fault_point("after_commit")
         return answer(done)
+
+
+PrincipalBinding = Callable[[Any], "str | None"]
+
+
+def sealing(
+    *actions: ConfirmedAction,
+    keys: Sequence[bytes | str],
+    bind_principal: PrincipalBinding | None = authenticated_principal,
+    audience: str | None = None,
+) -> RequestStateSecurity:
+    """The SDK's `RequestStateSecurity` for a server whose confirmed tools are `actions`, its `ttl`
+    taken from theirs: the one TTL setting is `ConfirmedAction.ttl_seconds`. Actions with different
+    TTLs are refused (the SDK seals every tool of a server with one TTL).
+
+    `keys`: each at least 32 bytes of secret randomness (`secrets.token_hex(32)`), the same list on
+    every process serving the ledger; `keys[0]` seals, all open (rotate with `[new, old]`).
+    `bind_principal`: the SDK's default binds the authenticated caller (token) when there is one;
+    `confirm` binds the `principal` you pass to `run` in every case."""
+    if not actions:
+        raise ValueError("sealing() needs the server's ConfirmedAction(s), to take their ttl_seconds")
+    ttls = {action.ttl_seconds for action in actions}
+    if len(ttls) != 1:
+        listing = ", ".join(f"{a.tool}={a.ttl_seconds:g}s" for a in actions)
+        raise ValueError(
+            f"one server seals every requestState with one TTL, but these ConfirmedActions differ: {listing}; "
+            "give them the same ttl_seconds"
+        )
+    return RequestStateSecurity(
+        keys=list(keys), ttl=ttls.pop(), bind_principal=bind_principal, audience=audience
+    )
 
 
 def answer(done: Done) -> types.CallToolResult:

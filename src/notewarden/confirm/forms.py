@@ -84,7 +84,8 @@ class Verdict:
     candidate: Candidate | None = None
     problem: str | None = None
     chosen: tuple[Candidate, ...] = ()
-    """Every note a CONFIRMED verdict applies to (the one `candidate`, or the ticked set)."""
+    """Every candidate a CONFIRMED verdict applies to: the one picked, the ticked set, or for a
+    yes/no form every offered candidate (none when the offer had none, e.g. a `Selection`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,7 @@ class Answer(enum.Enum):
             return judge_choice(answer, candidates, field=field or CHOICE_FIELD, noun=noun)
         if self is Answer.PICK_SOME:
             return judge_selection(answer, candidates, field=field or SET_FIELD, noun=noun)
-        return judge_confirmation(answer)
+        return judge_confirmation(answer, candidates)
 
 
 def candidate_label(candidate: Candidate) -> str:
@@ -173,10 +174,18 @@ def pick_some_form(
     )
 
 
-def yes_no_form(question: str, listing: Sequence[str], more: int, confirm_title: str) -> dict[str, Any]:
-    """An input request confirming one described effect: the question, what it affects (`listing`,
-    and how many `more` were left out), then yes or no."""
-    lines = "\n".join(f"• {visible_line(line)}" for line in listing)
+def yes_no_form(
+    question: str,
+    listing: Sequence[str | Candidate] = (),
+    more: int = 0,
+    confirm_title: str = "Yes",
+) -> dict[str, Any]:
+    """An input request confirming one described effect: the question, what it affects (`listing`:
+    lines, or the offered `Candidate`s, each shown as "title — id — detail"; and how many `more`
+    were left out), then one boolean `confirm` titled `confirm_title`. A confirmed answer applies
+    to every candidate of the `Offer` (`Confirmed.chosen`), so list them all."""
+    shown = (candidate_label(line) if isinstance(line, Candidate) else line for line in listing)
+    lines = "\n".join(f"• {visible_line(line)}" for line in shown)
     if more:
         lines += f"\n… and {more} more"
     text = f"{question}\n{lines}" if lines else question
@@ -290,12 +299,15 @@ def judge_selection(
     return Verdict(VerdictKind.CONFIRMED, chosen=tuple(c for c in candidates if c.id in set(ids)))
 
 
-def judge_confirmation(answer: Any) -> Verdict:
-    """Classify an answer to a yes/no form (`trash_empty_form`, `history_purge_form`)."""
+def judge_confirmation(answer: Any, candidates: Sequence[Candidate] = ()) -> Verdict:
+    """Classify an answer to a yes/no form (`yes_no_form`, `trash_empty_form`, …). A yes applies to
+    every offered candidate (`chosen`: the sealed set the form listed, nothing the answer names)."""
     judged = _content(answer, (CONFIRM_FIELD,), "")
     if isinstance(judged, Verdict):
         return judged
-    return Verdict(VerdictKind.CONFIRMED if judged[1] else VerdictKind.NOT_CONFIRMED)
+    if not judged[1]:
+        return Verdict(VerdictKind.NOT_CONFIRMED)
+    return Verdict(VerdictKind.CONFIRMED, chosen=tuple(candidates))
 
 
 def _content(answer: Any, fields: tuple[str, ...], needs: str) -> Verdict | tuple[Mapping[str, Any], bool]:
