@@ -74,13 +74,16 @@ def write_workspace(folder: Path, count: int) -> None:
         (folder / f"d{i:04}" / f"zep-{i}.md").write_text(f"# Airships {i}\n\nThe zeppelin flies.\n")
 
 
-def open_at(folder: Path, state: Path, *, watch: bool = True) -> Services:
+def open_at(
+    folder: Path, state: Path, *, watch: bool = True, search: dict[str, Any] | None = None
+) -> Services:
     config = parse_config(
         {
             "state_dir": str(state),
             "workspace": [{"uri": f"file://{folder}"}],
             "principal": [{"id": "bench", "workspaces": [f"file://{folder}"]}],
             "stdio": {"principal": "bench"},
+            **({"search": search} if search is not None else {}),
         }
     )
     services = open_services(config)

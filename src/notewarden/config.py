@@ -97,6 +97,7 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as table
 
+from notewarden.embeddings import SearchSettings
 from notewarden.ledger import DURABILITY_LEVELS, Durability
 from notewarden.notes.change_log import RecordRetention
 from notewarden.notes.daily import DEFAULT_FORMAT, DailyNotes, format_moment
@@ -134,6 +135,7 @@ __all__ = [
     "StorageSettings",
     "default_state_dir",
     "load_config",
+    "read_config_text",
 ]
 
 LOCAL_PRINCIPAL = "local"
@@ -274,6 +276,60 @@ class StorageSettings:
         return self.notes == "files"
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@table(frozen=True, slots=True, config=FORBID)
+class _Search:
+    """`[search]`: what gives search its sense of meaning (`notewarden.embeddings` Rule 1)."""
+
+    provider: Annotated[
+        str, one_of(("bundled", "endpoint", "off"), "is not a provider; use bundled, endpoint or off")
+    ] = "bundled"
+    endpoint_url: WebUrl | None = Field(default=None, description="an http(s) URL ending in /v1/embeddings")
+    model: Text | None = Field(default=None, description="the model name the endpoint expects")
+    api_key_env: (
+        Annotated[
+            StrictStr,
+            AfterValidator(
+                must(lambda v: _ENV_NAME.fullmatch(v), lambda _: "must be an environment variable's name")
+            ),
+            Field(description="the name of an environment variable holding the API key"),
+        ]
+        | None
+    ) = None
+    dimensions: Annotated[StrictInt, between(8, 8192, "an integer")] | None = None
+    timeout_seconds: Annotated[Seconds, between(1, 600, "a number of seconds")] = 30.0
+    batch_size: Annotated[StrictInt, between(1, 2048, "an integer")] = 64
+
+
+def parse_search(table: Mapping[str, Any]) -> SearchSettings:
+    """The `[search]` table: `provider = "endpoint"` needs `endpoint_url` and `model`; the others none."""
+    given = validate_table(_Search, table, "[search]")
+    endpoint_keys = ("endpoint_url", "model", "api_key_env", "dimensions")
+    if given.provider == "endpoint":
+        missing = [k for k in ("endpoint_url", "model") if getattr(given, k) is None]
+        if missing:
+            raise ConfigError(
+                f'[search] provider = "endpoint" needs {" and ".join(missing)}',
+                fix='add endpoint_url = "http://127.0.0.1:11434/v1/embeddings" and model = "<its model name>"',
+            )
+    elif set(table) & set(endpoint_keys):
+        raise ConfigError(
+            f'[search] {", ".join(sorted(set(table) & set(endpoint_keys)))} only apply to provider = "endpoint"; '
+            f"provider is {given.provider!r}"
+        )
+    return SearchSettings(
+        provider=given.provider,  # type: ignore[arg-type]
+        endpoint_url=given.endpoint_url,
+        model=given.model,
+        api_key_env=given.api_key_env,
+        dimensions=given.dimensions,
+        timeout_seconds=given.timeout_seconds,
+        batch_size=given.batch_size,
+    )
+
+
 _SIGNING_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384"})
 _SIGNING_ALGORITHMS |= {"ES512", "EdDSA"}
 
@@ -378,6 +434,7 @@ class _File:
     storage: Table = None
     history: Table = None
     audit: Table = None
+    search: Table = None
 
 
 @table(frozen=True, config=FORBID)
@@ -407,6 +464,7 @@ class Config:
     history: Retention = dataclasses.field(default_factory=Retention)
     audit: RecordRetention = dataclasses.field(default_factory=RecordRetention)
     daily_notes: Mapping[FileUri, DailyNotes] = dataclasses.field(default_factory=dict)  # [workspace.daily]
+    search: SearchSettings = dataclasses.field(default_factory=SearchSettings)  # [search], embeddings
 
     def principal_for_token(self, token: str) -> str | None:
         """The principal whose configured token hash matches `token`, if any."""
@@ -457,14 +515,45 @@ def config_for_directories(
 
 
 def load_config(path: str | Path) -> Config:
+    """The file parsed and checked; every way it can fail to be read is a `ConfigError` with the fix."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
+        raw = tomllib.loads(read_config_text(path))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        raise ConfigError(
+            f"config file {path} is not valid TOML: {exc}", fix="correct that line (TOML syntax: toml.io)"
+        ) from None
     return parse_config(raw, source=path)
+
+
+def read_config_text(path: Path) -> str:
+    """The config file's text; a `ConfigError` with the fix for each way it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {path} does not exist", fix="notewarden init DIR writes one, or pass --config FILE"
+        ) from None
+    except IsADirectoryError:
+        inside = path / "notewarden.toml"
+        raise ConfigError(
+            f"config file {path} is a folder, not a file",
+            fix=f"--config {inside}" if inside.is_file() else "pass the TOML file itself: --config FILE",
+        ) from None
+    except PermissionError:
+        raise ConfigError(
+            f"config file {path} is not readable by this user",
+            fix=f"run as the user who owns it, or: chmod u+r {path}",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            fix="save it as UTF-8 (TOML files are UTF-8)",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"config file {path} cannot be read ({exc.strerror})", fix="check the path and its folder"
+        ) from None
 
 
 def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Config:
@@ -518,6 +607,7 @@ def parse_config(raw: Mapping[str, Any], *, source: Path | None = None) -> Confi
         history=Retention(max_versions=history.max_versions, max_age_days=history.max_age_days),
         audit=RecordRetention(retention_days=audit.retention_days),
         daily_notes=daily_notes,
+        search=parse_search(top.search or {}),
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from notewarden.config import Config, load_config
+from notewarden.embeddings import SearchMode, open_search_mode
 from notewarden.faults import installed as installed_faults
 from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
@@ -27,6 +28,7 @@ from notewarden.notes.ownership import (
     WorkspaceOwnedElsewhere,
     claim_owner,
     read_owner,
+    sharing_notice,
     sharing_refusal,
 )
 from notewarden.notes.store import NoteStore
@@ -55,6 +57,8 @@ class WorkspaceTrash:
     ledger: Ledger | None = None
     """The owner's ledger (this server's own, or the shared one); None when refused."""
     refusal: WorkspaceOwnedElsewhere | None = None
+    marked_now: bool = False
+    """This server's start-up marked the folder (it was the first): said in the start-up block."""
 
 
 @dataclass
@@ -71,6 +75,8 @@ class Services:
     """Per workspace folder (files store only): the rule of `notes.ownership` decided at start-up."""
     shared_ledgers: list[Ledger] = field(default_factory=list)
     """Other state dirs' SQLite ledgers this server uses for the folders they own."""
+    search: SearchMode = field(default_factory=lambda: SearchMode("lexical", "no model configured"))
+    """How searches are answered: words, or words and meaning (`notewarden.embeddings`)."""
     _trash_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trash_ledger(self, workspace: FileUri | str) -> Ledger:
@@ -136,7 +142,9 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
         sealing_keys=keys.keys,
         connections=Connections(ledger, keys.keys),  # seen by every instance (docs/deployment.md)
         changes=changes,
+        search=open_search_mode(config.search),
     )
+    logger.info("search mode", extra={"mode": services.search.mode, "reason": services.search.reason})
     import_legacy_file(ledger, config.state_dir / "publish.sqlite3")
     if isinstance(store, FilesNoteStore):
         store.ledger_for = services.trash_ledger
@@ -162,23 +170,25 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
 def settle_trash_owner(services: Services, workspace: FileUri) -> WorkspaceTrash:
     """Mark the folder for this server's ledger, or apply the rule of `notes.ownership` to its owner."""
     ours = services.ledger.identity
+    root = services.grants.root(workspace)
     try:
-        owner = claim_owner(services.grants.root(workspace), ours)
+        unmarked = read_owner(root) is None
+        owner = claim_owner(root, ours)
     except ValueError as exc:
         refusal = WorkspaceOwnedElsewhere(str(workspace), None, ours, str(exc))
         return WorkspaceTrash(workspace, Relation.REFUSED, None, refusal=refusal)
     if owner.ledger_id == ours.ledger_id:
-        return WorkspaceTrash(workspace, Relation.OWNER, owner, services.ledger)
+        return WorkspaceTrash(workspace, Relation.OWNER, owner, services.ledger, marked_now=unmarked)
     reason = sharing_refusal(owner)
     if reason is None:
-        shared, reason = openshared_ledgers_ledger(services, owner)
+        shared, reason = open_shared_ledger(services, owner)
         if shared is not None:
             return WorkspaceTrash(workspace, Relation.SHARED, owner, shared)
     refusal = WorkspaceOwnedElsewhere(str(workspace), owner, ours, reason)
     return WorkspaceTrash(workspace, Relation.REFUSED, owner, refusal=refusal)
 
 
-def openshared_ledgers_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger | None, str]:
+def open_shared_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger | None, str]:
     """The owner's SQLite ledger file, opened read-write, if it still is that ledger; else why not."""
     for shared in services.shared_ledgers:
         if shared.identity.ledger_id == owner.ledger_id:
@@ -201,17 +211,28 @@ def openshared_ledgers_ledger(services: Services, owner: OwnerMarker) -> tuple[L
 
 
 def log_trash_rule(trash: WorkspaceTrash) -> None:
+    """The rule for one folder; a shared one is a warning in `notewarden doctor`'s words (doctor and
+    serve judge it alike), a folder this start-up marked says so (it now decides for other servers)."""
     extra = {
         "event": "trash_owner",
         "workspace": str(trash.workspace),
         "rule": trash.relation.value,
         "owner_ledger": trash.owner.ledger_id if trash.owner else None,
         "owner": trash.owner.describe() if trash.owner else None,
+        "marked_now": trash.marked_now,
     }
     if trash.refusal is not None:
         logger.warning("workspace trash refused: %s", trash.refusal.explanation, extra=extra)
-    elif trash.relation is Relation.SHARED:
-        logger.info("workspace trash shared: its claims and trash rows go to the owner's ledger", extra=extra)
+    elif trash.relation is Relation.SHARED and trash.owner is not None:
+        finding, fix = sharing_notice(trash.workspace.path, trash.owner)
+        logger.warning("workspace trash shared: %s; fix: %s", finding, fix, extra=extra)
+    elif trash.marked_now and trash.owner is not None:
+        logger.info(
+            "workspace trash marked now: %s belongs to %s; servers with another state dir will share it",
+            trash.workspace.path,
+            trash.owner.describe(),
+            extra=extra,
+        )
     else:
         logger.info("workspace trash owned by this server's ledger", extra=extra)
 

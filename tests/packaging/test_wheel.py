@@ -69,14 +69,33 @@ def test_help_and_demo_run_from_the_installed_wheel(installed: Path, tmp_path: P
     for command in ("serve", "init", "token", "doctor", "client", "demo"):
         assert command in help_text
     demo = run([installed / "notewarden", "demo", "--dir", tmp_path], timeout=180, cwd=tmp_path).stdout
-    assert "[8 round 2] accept reports/tps-2019.md + confirm → resultType=complete" in demo
-    assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in demo
+    assert "8. The person picks “TPS report 2019 (old)” and confirms" in demo
+    assert "Notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md." in demo
+
+
+def test_without_the_semantic_extra_search_is_by_words_and_says_why(installed: Path, tmp_path: Path) -> None:
+    """Issue 25: the wheel alone (no `notewarden[semantic]`) answers searches by words, and the mode
+    says so and how to get meaning; nothing of the extra is imported or installed."""
+    said = run(
+        [
+            installed / "python",
+            "-c",
+            "from notewarden.embeddings import SearchSettings, open_search_mode\n"
+            "mode = open_search_mode(SearchSettings())\n"
+            "print(mode.mode, mode.embedder, mode.reason, sep='|')",
+        ],
+        cwd=tmp_path,
+    ).stdout.strip()
+    assert said == "lexical|None|the semantic extra is not installed: pip install 'notewarden[semantic]'", (
+        said
+    )
 
 
 def declared() -> dict[str, Requirement]:
-    """What pyproject.toml declares for the runtime and the postgres extra, by distribution name."""
+    """What pyproject.toml declares for the runtime and the postgres, semantic and testing extras."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    texts = project["dependencies"] + project["optional-dependencies"]["postgres"]
+    extras = project["optional-dependencies"]
+    texts = project["dependencies"] + extras["postgres"] + extras["semantic"] + extras["testing"]
     return {normalize(req.name): req for req in map(Requirement, texts)}
 
 

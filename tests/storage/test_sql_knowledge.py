@@ -209,3 +209,22 @@ def test_tags_filters_fallback_completion_and_similar_titles(
         assert store.add_rows(txn, str(scope.workspace), rows) == [True, True, True]
     counted = {t.tag: t.notes for t in store.tags(scope, prefix="", after=None, limit=100)}
     assert (counted["bulk"], counted["index"]) == (3, counts["index"] + 3)
+
+
+def test_backlinks_page_by_source_and_place_without_gaps_or_repeats(
+    vault: tuple[SqlNoteStore, WorkspaceScope],
+) -> None:
+    """Issue 26: `links(after=...)` resumes after the last backlink shown (keyset: (source, seq))."""
+    store, scope = vault
+    for i in range(5):
+        store.create_note(scope, f"refs/r{i}.md", b"[[Home]] and again [[Home]]\n", change=SETUP)
+    whole = store.links(scope, "Home.md", limit=1000).backlinks
+    pages, after = [], None
+    while True:
+        page = store.links(scope, "Home.md", limit=3, after=after).backlinks
+        pages += page
+        if len(page) < 3:
+            break
+        after = (page[-1].source, page[-1].seq)
+    key = [(b.source, b.seq) for b in pages]
+    assert key == [(b.source, b.seq) for b in whole] and len(set(key)) == len(key) >= 10

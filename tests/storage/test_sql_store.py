@@ -359,7 +359,7 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
 
 
-@pytest.mark.parametrize("steps", [1, 2])
+@pytest.mark.parametrize("steps", [1, 2, 3])
 def test_an_older_database_upgraded_in_place_keeps_every_note_findable_and_learns_its_links(
     tmp_path: Path, pg: PgDatabase, workspace: FileUri, steps: int
 ) -> None:
@@ -402,6 +402,8 @@ def test_an_older_database_upgraded_in_place_keeps_every_note_findable_and_learn
         everywhere = scope(workspace)
         assert [n.id for n in store.find_titled(everywhere, ["old", "note", "1"])] == ["old/n1.md"], dialect
         assert len(store.search(everywhere, ["moved", "databa"], after=None, limit=10)) == 3, dialect
+        # step 4: words are stemmed on every store ("searching" finds "search")
+        assert len(store.search(everywhere, ["searching", "databases"], after=None, limit=10)) == 3, dialect
         assert [n.title for n in store.list_notes(everywhere)] == [f"Old note {i}" for i in range(3)]
         assert [(t.tag, t.notes) for t in store.tags(everywhere, prefix="", after=None, limit=10)] == [
             (f"old/{i}", 1) for i in range(3)

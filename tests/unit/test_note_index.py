@@ -386,3 +386,48 @@ def test_an_index_of_schema_2_is_rebuilt_with_names_and_skipped_entries(
         assert index.skipped(WS, ("",)) == [("elsewhere", SKIPPED_SYMLINK)]
     finally:
         index.close()
+
+
+def test_filters_that_keep_many_notes_walk_the_time_index_and_sort_nothing(tmp_path: Path) -> None:
+    """Rule 3 of `notes.index`, on the files index as `test_sql_plans` checks it on the SQL stores: a
+    filters-only search whose filters keep more than `FILTER_FIRST_CAP` notes reads them newest first
+    from `notes_by_mtime` (no sort of the notes that pass), on the first page and the next; a tag
+    on few notes is read through the tag index and never walks every note."""
+    from notewarden.notes.store import FILTER_FIRST_CAP, NoteFilter, PropertyTest
+
+    notes = tmp_path / "many"
+    notes.mkdir()
+    count = FILTER_FIRST_CAP + 100
+    for i in range(count):
+        tags = "[area, project/atlas]" if i % 10 == 0 else "[area]"
+        (notes / f"n{i:04}.md").write_text(f"---\ntags: {tags}\nstatus: done\n---\n# N {i}\n")
+        os.utime(notes / f"n{i:04}.md", (1_700_000_000 + i, 1_700_000_000 + i))
+    index = NoteIndex(tmp_path / "many.sqlite3", watch=False, verify_interval=3600)
+    seen: list[str] = []
+    with WorkspaceRoot.open(str(notes)) as root, closing(index):
+        index._db.set_trace_callback(seen.append)
+        dense = (
+            NoteFilter(tags_any=("area",)),
+            NoteFilter(tags_all=("area",)),
+            NoteFilter(properties=(PropertyTest("status", "equals", "done"),)),
+            NoteFilter(modified_after_ns=0),
+        )
+        for filters in (*dense, NoteFilter(tags_any=("project/atlas",))):
+            seen.clear()
+            first = index.search(WS, root, ("",), [], after=None, limit=10, filters=filters)
+            step = 1 if filters in dense else 10  # newest first: every note, or every tenth
+            newest = [f"n{i:04}.md" for i in range(count - 1, -1, -1) if i % step == 0][:20]
+            assert [n.id for n in first] == newest[:10], filters
+            later = index.search(
+                WS, root, ("",), [], after=(first[-1].score, first[-1].id), limit=10, filters=filters
+            )
+            assert [n.id for n in later] == newest[10:], filters
+            walked = [sql for sql in seen if "ORDER BY n.mtime_ns DESC" in sql]
+            assert len(walked) == 2, seen
+            for sql in walked:
+                plan = " | ".join(str(row[3]) for row in index._db.execute("EXPLAIN QUERY PLAN " + sql))
+                assert "TEMP B-TREE" not in plan or filters not in dense, plan
+                if filters in dense:
+                    assert "notes_by_mtime" in plan, plan
+                else:  # 110 notes: through the tag index, then sorted
+                    assert "SCAN n " not in plan + " " and "note_tags" in plan, plan

@@ -109,8 +109,10 @@ def test_a_refused_rewrite_counts_the_notes_it_may_not_read_without_naming_them(
         listed = client.call("notes_list", {"workspaceUri": d.workspace_uri}).result["structuredContent"]
         assert {n["id"] for n in listed["notes"]} == {n for n in NOTES if n.startswith("Projects/")}
         searched = client.call("notes_search", {"workspaceUri": d.workspace_uri, "query": "budget"}).result
-        found = {h["id"] for h in searched["structuredContent"]["results"]}
+        results = searched["structuredContent"]["results"]
+        found = {h["id"] for h in results if h["foundBy"] != "meaning"}
         assert found == {"Projects/budget.md", "Projects/plan.md"}, "Home.md mentions the budget too"
+        assert all(h["id"].startswith("Projects/") for h in results), "nor is it found by meaning"
         other = error_of(
             client.call("notes_read", {"workspaceUri": d.workspace_uri, "noteId": "Other/x.md"}).result
         )
@@ -160,3 +162,24 @@ def test_resources_and_completions_answer_only_for_what_may_be_read(
             "completion/complete", {"ref": template, "argument": {"name": "noteId", "value": ""}}
         ).result["completion"]["values"]
         assert sorted(completed) == sorted(n for n in NOTES if n.startswith("Projects/"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_similar_notes_stay_inside_what_the_principal_may_read(
+    tmp_path: Path, pg: PgDatabase, backend: str
+) -> None:
+    """notes_similar (issue 25) for a principal that reads only `Projects/`: every note it names is
+    there (Home.md and Other/x.md are never shown), a note outside is refused as a read is, and what a
+    note already links to is left out."""
+    with granted(tmp_path, pg, backend, read_all=False) as (d, client):
+        ws = d.workspace_uri
+        alone = client.call("notes_similar", {"workspaceUri": ws, "noteId": "Projects/alone.md"}).result
+        shown = alone["structuredContent"]["results"]
+        assert {r["id"] for r in shown} == {"Projects/plan.md", "Projects/budget.md"}, shown
+        assert all(r["uri"].startswith(f"{ws}/Projects/") and "fromSection" in r for r in shown)
+        outside = error_of(client.call("notes_similar", {"workspaceUri": ws, "noteId": "Other/x.md"}).result)
+        assert outside["code"] == "right_missing" and "# X" not in outside["message"]
+        plan = client.call("notes_similar", {"workspaceUri": ws, "noteId": "Projects/plan.md"}).result
+        assert [r["id"] for r in plan["structuredContent"]["results"]] == [
+            "Projects/alone.md"
+        ]  # it links to budget

@@ -37,6 +37,7 @@ ALL_TOOLS = {
     "notes_tags",
     "notes_links",
     "notes_recent",
+    "notes_similar",
     "notes_daily",
 }
 
@@ -77,6 +78,7 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
         "notes_tags",
         "notes_links",
         "notes_recent",
+        "notes_similar",
     }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
     assert destructive == {
@@ -97,9 +99,11 @@ async def test_search_read_update_with_optimistic_concurrency(transport: str, de
         hits = found.structured_content["results"]
         every = [h["id"] for h in hits if h["allWords"]]
         assert set(every) == {"reports/tps-2019.md", "drafts/tps-report-draft.md"}
-        assert [h["allWords"] for h in hits] == sorted((h["allWords"] for h in hits), reverse=True)
+        assert {h["id"] for h in hits[:2]} == set(every), hits  # every word (and the title) ranks first
         assert found.structured_content["mode"] == "any_words"  # two had both words: the rest have one
-        assert all(h["uri"] == f"{ws}/{h['id']}" and "**" in h["snippet"] for h in hits)
+        assert all(h["uri"] == f"{ws}/{h['id']}" for h in hits)
+        assert all("**" in h["snippet"] for h in hits if h["foundBy"] != "meaning")
+        assert found.structured_content["ranking"]["by"] == "words_and_meaning"  # the dev set has the extra
 
         read = await call(client, "notes_read", {"workspaceUri": ws, "noteId": "reports/tps-2019.md"})
         note, body = read.structured_content["note"], read.structured_content["body"]
@@ -117,7 +121,8 @@ async def test_search_read_update_with_optimistic_concurrency(transport: str, de
         assert not retried.is_error  # the same write again is harmless
 
         found = await call(client, "notes_search", {"workspaceUri": ws, "query": "found"})
-        assert [h["id"] for h in found.structured_content["results"]] == ["reports/tps-2019.md"]
+        by_words = [h["id"] for h in found.structured_content["results"] if h["foundBy"] != "meaning"]
+        assert by_words == ["reports/tps-2019.md"]
 
 
 async def test_search_pages_with_opaque_cursors(transport: str, deployment: Deployment) -> None:
@@ -181,7 +186,8 @@ async def test_create_and_move_stay_inside_and_never_replace(transport: str, dep
         assert moved.structured_content["note"]["id"] == "archive/2026/tips.md"
         assert not (deployment.notes / "ideas/new.md").exists()
         found = await call(client, "notes_search", {"workspaceUri": ws, "query": "tips"})
-        assert [h["id"] for h in found.structured_content["results"]] == ["archive/2026/tips.md"]
+        by_words = [h["id"] for h in found.structured_content["results"] if h["foundBy"] != "meaning"]
+        assert by_words == ["archive/2026/tips.md"]  # its new path is searched at once
         private = await call(
             client, "notes_read", {"workspaceUri": deployment.private_uri, "noteId": "secret-tps.md"}
         )
@@ -351,9 +357,11 @@ async def test_first_indexing_reports_progress(transport: str, deployment: Deplo
         (deployment.notes / "big" / f"b{i:04}.md").parent.mkdir(exist_ok=True)
         (deployment.notes / "big" / f"b{i:04}.md").write_text(f"# Big {i}\n\nneedle{i % 3}\n")
     seen: list[tuple[float, float | None]] = []
+    told: list[str | None] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         seen.append((done, total))
+        told.append(message)
 
     async with sdk_client(transport, deployment) as client:
         found = await call(
@@ -365,3 +373,4 @@ async def test_first_indexing_reports_progress(transport: str, deployment: Deplo
     assert found.structured_content["results"]
     assert seen and seen[-1][0] == seen[-1][1] and seen[-1][1] >= 1200
     assert [d for d, _ in seen] == sorted({d for d, _ in seen})  # strictly increasing
+    assert any(m and m.startswith("embedded ") for m in told), told  # the first build of the vectors too

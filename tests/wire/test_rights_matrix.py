@@ -40,6 +40,7 @@ TOOL_RIGHTS = {
     "notes_links": Right.READ,
     "notes_recent": Right.READ,
     "notes_trash_list": Right.READ,
+    "notes_similar": Right.READ,
     "notes_create": Right.WRITE,
     "notes_update": Right.WRITE,
     "notes_edit": Right.WRITE,
@@ -192,7 +193,7 @@ def arguments(client: Peer, vault: Vault, tool: str, folder: str) -> dict[str, A
         return {"workspaceUri": here}
     if tool == "notes_search":
         return {"workspaceUri": here, "query": "alpha"}
-    if tool in ("notes_read", "notes_history", "notes_links"):
+    if tool in ("notes_read", "notes_history", "notes_links", "notes_similar"):
         return {"workspaceUri": ws, "noteId": note}
     if tool == "notes_read_many":
         return {"workspaceUri": ws, "noteIds": [note]}

@@ -8,6 +8,10 @@ Rules:
    Databases are opened read-only.
 3. Exit status: 0 when nothing failed, 1 when something did, 2 when the config cannot be read
    (then nothing else is checked).
+5. What `serve` refuses is judged by `setup_checks`, the same functions `serve` runs, in the same
+   words: a FAIL here is a refusal there. A check that depends on a failed one (the trash of a
+   folder that cannot be opened, the sealing key inside an unusable state dir) says it was not
+   checked, rather than failing a second time with a misleading fix.
 4. Rights are shown as the server reads them: one line per principal, each grant (a workspace or
    a folder in one) with its rights, a bundle's name where they are exactly one.
 """
@@ -15,7 +19,6 @@ Rules:
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,14 +27,15 @@ from typing import Literal, TextIO
 
 from notewarden.config import Config, ConfigError, load_config
 from notewarden.firstrun.config_file import default_config_path
-from notewarden.notes.ownership import sharing_refusal
+from notewarden.notes.ownership import sharing_notice, sharing_refusal
 from notewarden.scope.rights import BUNDLES, Right, describe_rights
-from notewarden.sealing import KEYS_ENV, SealingKeyError, keys_from_env
+from notewarden.sealing import KEYS_ENV, SealingKeyError, key_file_problem, keys_from_env
+from notewarden.setup_checks import state_dir_problem, workspace_problems, workspaces_problem
 from notewarden.trashcommand import trash_reports
 
 __all__ = ["CHECKS", "Finding", "run_doctor"]
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "warn", "fail", "skip"]
 MAX_DIRS_COUNTED = 200_000
 _INOTIFY = Path("/proc/sys/fs/inotify")
 
@@ -45,55 +49,28 @@ class Finding:
 
 
 def _folder(config: Config) -> Iterator[Finding]:
+    """Rule 5: `setup_checks`' judges of the workspaces, as `serve` runs them."""
+    if (none := workspaces_problem(config)) is not None:
+        yield Finding("fail", "workspace", none.what, none.fix)
+        return
     if not config.storage.workspaces_are_directories:
         yield Finding("ok", "workspaces", f"notes are rows in {config.storage.notes}; no folders to check")
         return
-    for uri in config.workspaces:
-        path = Path(uri.path)
-        if not path.is_dir():
-            yield Finding(
-                "fail",
-                "workspace",
-                f"{path} does not exist or is not a folder ([[workspace]] uri = {uri})",
-                f"mkdir -p {path}, or remove that [[workspace]] from the config",
-            )
-        elif not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-            yield Finding(
-                "fail",
-                "workspace",
-                f"{path} is not readable and writable by this user",
-                f"chown -R $USER {path}",
-            )
+    for uri, problem in workspace_problems(config):
+        if problem is not None:
+            yield Finding("fail", "workspace", problem.what, problem.fix)
         else:
-            yield Finding("ok", "workspace", str(path))
+            yield Finding("ok", "workspace", uri.path)
 
 
 def _state_dir(config: Config) -> Iterator[Finding]:
+    """Rule 5: `setup_checks.state_dir_problem`, as `serve` runs it."""
     state = config.state_dir
-    if not state.exists():
-        parent = next(p for p in state.parents if p.exists())
-        if os.access(parent, os.W_OK):
-            yield Finding("ok", "state dir", f"{state} (created at the first start)")
-        else:
-            yield Finding(
-                "fail",
-                "state dir",
-                f"{state} does not exist and {parent} is not writable",
-                f"mkdir -p {state}",
-            )
-        return
-    info = state.stat()
-    if not state.is_dir() or not os.access(state, os.W_OK):
-        yield Finding(
-            "fail", "state dir", f"{state} is not a writable folder", f"mkdir -p {state}; chown $USER {state}"
-        )
-    elif info.st_mode & 0o022:
-        yield Finding(
-            "fail",
-            "state dir",
-            f"{state} is writable by other users (mode {stat.filemode(info.st_mode)}): they could forge the ledger",
-            f"chmod 700 {state}",
-        )
+    problem = state_dir_problem(state)
+    if problem is not None:
+        yield Finding("fail", "state dir", problem.what, problem.fix)
+    elif not state.exists():
+        yield Finding("ok", "state dir", f"{state} (created at the first start)")
     else:
         yield Finding("ok", "state dir", str(state))
 
@@ -101,9 +78,13 @@ def _state_dir(config: Config) -> Iterator[Finding]:
 def _one_state_dir(config: Config) -> Iterator[Finding]:
     """Who owns each workspace folder's trash (`notes.ownership`): this config's ledger, another
     one this config's servers will share, or one they cannot use (their trash tools then refuse)."""
+    unusable = {str(uri) for uri, problem in workspace_problems(config) if problem is not None}
     for report in trash_reports(config):
-        if isinstance(report, str):
-            yield Finding("fail", "trash owner", report, "check the folder's permissions")
+        if isinstance(report, str) or report.workspace in unusable:
+            shown = report if isinstance(report, str) else report.workspace
+            yield Finding(
+                "skip", "trash owner", f"not checked: {shown.split(': ')[0]} cannot be opened (above)"
+            )
             continue
         folder = report.workspace.removeprefix("file://")
         owner = report.owner
@@ -113,13 +94,7 @@ def _one_state_dir(config: Config) -> Iterator[Finding]:
             fix = f"notewarden takeover {folder} --config {config.source}" if status == "fail" else ""
             yield Finding(status, "trash owner", finding, fix)
         elif (refusal := sharing_refusal(owner)) is None:
-            yield Finding(
-                "warn",
-                "trash owner",
-                f"{folder} is owned by {owner.describe()}: this config's servers share that ledger for it "
-                "(one exactly-once domain, two state dirs)",
-                f'serve the folder from one config: state_dir = "{owner.state_dir}"',
-            )
+            yield Finding("warn", "trash owner", *sharing_notice(folder, owner))
         else:
             yield Finding(
                 "fail",
@@ -194,14 +169,19 @@ def _sealing_keys(config: Config) -> Iterator[Finding]:
     try:
         keys = keys_from_env()
     except SealingKeyError as exc:
-        yield Finding("fail", "sealing keys", str(exc), f"export {KEYS_ENV}=$(openssl rand -hex 32)")
+        yield Finding("fail", "sealing keys", exc.problem, exc.fix)
         return
     if keys is not None:
         yield Finding("ok", "sealing keys", f"{len(keys)} key(s) from ${KEYS_ENV}")
         return
+    if state_dir_problem(config.state_dir) is not None:
+        yield Finding(
+            "skip", "sealing keys", "not checked: they are kept in the state dir, which is unusable (above)"
+        )
+        return
     path = config.state_dir / "sealing-keys"
-    if path.exists() and path.stat().st_mode & 0o077:
-        yield Finding("fail", "sealing keys", f"{path} is readable by other users", f"chmod 600 {path}")
+    if (problem := key_file_problem(path)) is not None:  # as serve refuses it (sealing.py)
+        yield Finding("fail", "sealing keys", problem.problem, problem.fix)
     elif shared_ledger:
         yield Finding(
             "warn",
@@ -293,6 +273,38 @@ def _rights(config: Config) -> Iterator[Finding]:
         )
 
 
+def _search(config: Config) -> Iterator[Finding]:
+    """Which mode search answers in (issue 25): words and meaning with a model, or words only, and why."""
+    from notewarden.embeddings import EmbeddingFailed, LoadedOnFirstUse, open_search_mode
+
+    try:
+        mode = open_search_mode(config.search)
+    except Exception as exc:  # a broken model install: say so, serve goes on lexical
+        yield Finding(
+            "warn", "search", f"the model could not be loaded ({type(exc).__name__}); search is by words only"
+        )
+        return
+    if mode.mode == "hybrid" and isinstance(mode.embedder, LoadedOnFirstUse):
+        try:
+            mode.embedder.load()  # serve reads it at the first search (embeddings Rule 4); say now if it works
+        except EmbeddingFailed as failed:
+            yield Finding(
+                "warn", "search", f"by words only: {failed}", "reinstall: pip install 'notewarden[semantic]'"
+            )
+            return
+    if mode.mode == "hybrid":
+        yield Finding("ok", "search", mode.reason)
+    elif config.search.provider == "off":
+        yield Finding("ok", "search", f"by words only: {mode.reason}")
+    else:
+        yield Finding(
+            "warn",
+            "search",
+            f"by words only: {mode.reason}",
+            "pip install 'notewarden[semantic]' (the model ships in the package; nothing is downloaded)",
+        )
+
+
 CHECKS: Sequence[Callable[[Config], Iterator[Finding]]] = (
     _folder,
     _state_dir,
@@ -303,8 +315,9 @@ CHECKS: Sequence[Callable[[Config], Iterator[Finding]]] = (
     _postgres,
     _clients,
     _rights,
+    _search,
 )
-_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "--  "}
 
 
 def run_doctor(config_path: str | None, *, out: TextIO = sys.stdout) -> int:
@@ -313,11 +326,9 @@ def run_doctor(config_path: str | None, *, out: TextIO = sys.stdout) -> int:
     try:
         config = load_config(path)
     except ConfigError as exc:
-        print(f"  FAIL  config         {exc}", file=out)
-        print(
-            "        fix: " + ("notewarden init [DIR ...]" if not path.exists() else "edit the file"),
-            file=out,
-        )
+        print(f"  FAIL  config         {exc.problem}", file=out)
+        default_fix = "notewarden init [DIR ...]" if not path.exists() else "edit the file"
+        print(f"        fix: {exc.fix or default_fix}", file=out)
         return 2
     print(
         f"  ok    config         {len(config.workspaces)} workspace(s), {len(config.principals)} principal(s)",

@@ -22,13 +22,20 @@ checked exactly). A query whose words are all shorter goes through the keys' one
 two-character grams (`title_grams`), so it never reads a whole workspace either.
 
 Rule 4 (PostgreSQL full text): the words of the title, the path and the body are the files
-index's FTS5 tokens (`unicode61 remove_diacritics 2`): runs of letters and digits, case-folded,
-diacritics removed. They are computed here, not by PostgreSQL's parser, so both stores agree
-on what a word is (PostgreSQL's parser reads `reports/tps.md` as one "file" token and depends
-on the database's locale). The `tsvector` carries each word's positions with weight A (title),
-B (path) or C (body); a query term is a prefix (`'rep':*`), and a term the tokenizer splits
-(`foo_bar`) is a phrase (`'foo' <-> 'bar':*`), as FTS5 reads it. The ranked fallback asks
-for notes with some but not all of the terms: `(a | b) & !(a & b)`.
+index's FTS5 tokens (`porter unicode61 remove_diacritics 2`): runs of letters and digits, case-folded,
+diacritics removed, then Porter-stemmed as FTS5 stems them (`notes.stemming`, whose Rule 1 says why
+not PostgreSQL's `english`). They are computed here, not by PostgreSQL's parser, so every store
+agrees on what a word is (PostgreSQL's parser reads `reports/tps.md` as one "file" token and depends
+on the database's locale). The `tsvector` carries each stem's positions with weight A (title),
+B (path) or C (body); a query term is stemmed and matched as a prefix (`'share':*` for "sharing",
+as FTS5 reads `"sharing"*`), and a term the tokenizer splits (`foo_bar`) is a phrase
+(`'foo' <-> 'bar':*`). The ranked fallback asks for notes with some but not all of the terms:
+`(a | b) & !(a & b)`. Ranking scores each term on its own, exact and as a prefix, ORed
+(`search_rank_queries`): `ts_rank` scores a prefix item by one of the words it matches, not all of
+them, so `'css':*` alone scored the note titled "CSS snippets" by `cssclasses` in its body (4e-7
+instead of 0.99); the exact item scores the title's own word. And the terms are weighted by how
+rare they are (`notes.sql` Rule 2): bm25 does that in the other stores, `ts_rank` does not, and
+without it "phishing email" ranked notes with a common word above the one about phishing.
 
 Rule 5 (what notes know, issue 14): the note's tags, aliases, links and properties are
 `markdown.parse_note`'s, over its first `PARSED_CHARS` (the files index reads as much), and its
@@ -50,6 +57,7 @@ from dataclasses import dataclass
 from notewarden.notes.links import name_key, note_key
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key, title_of
 from notewarden.notes.model import TITLE_SCAN_BYTES, note_stem
+from notewarden.notes.stemming import stem
 
 __all__ = [
     "Derived",
@@ -58,7 +66,9 @@ __all__ = [
     "gram_token",
     "json_escaped",
     "search_query",
+    "search_rank_queries",
     "search_vector",
+    "stemmed_words",
     "title_patterns",
 ]
 
@@ -77,23 +87,38 @@ def fold_words(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", stripped))
 
 
+def stemmed_words(text: str) -> list[str]:
+    """The words of `text` as every store indexes them: FTS5 `porter unicode61` tokens (Rule 4)."""
+    return [stem(w) for w in fold_words(text)]
+
+
 def json_escaped(word: str) -> str:
     """`word` as it appears inside a JSON string written by `json.dumps(..., ensure_ascii=False)`."""
     return json.dumps(word, ensure_ascii=False)[1:-1]
 
 
+def _term_items(terms: Sequence[str]) -> list[list[str]]:
+    return [words for words in (stemmed_words(term) for term in terms) if words]
+
+
 def search_query(terms: Sequence[str], match: str = "all") -> str | None:
     """A `tsquery` (text form) matching notes where every term starts a word (Rule 4), or with
     `match="any"` some but not all of them; None when no term has a word in it."""
-    parts = []
-    for term in terms:
-        words = fold_words(term)
-        if words:
-            parts.append("(" + " <-> ".join(f"'{w}'" for w in words) + ":*)")
+    parts = ["(" + " <-> ".join(f"'{w}'" for w in words) + ":*)" for words in _term_items(terms)]
     if not parts:
         return None
     every = " & ".join(parts)
     return every if match == "all" else f"({' | '.join(parts)}) & !({every})"
+
+
+def search_rank_queries(terms: Sequence[str]) -> list[tuple[str, str]]:
+    """Per term with a word in it, (the `tsquery` that finds it, the one that ranks it) (Rule 4): the
+    second has the term exact and as a prefix, ORed, so the word itself is scored."""
+    found = []
+    for words in _term_items(terms):
+        phrase = " <-> ".join(f"'{w}'" for w in words)
+        found.append((f"{phrase}:*", f"({phrase}) | ({phrase}:*)"))
+    return found
 
 
 PARSED_CHARS = 1024 * 1024
@@ -190,7 +215,7 @@ def search_vector(title: str, path: str, body: str) -> str:
     size = 0
     position = 0
     for weight, text in zip(_WEIGHTS, (title, path, body), strict=True):
-        for word in fold_words(text):
+        for word in stemmed_words(text):
             position = min(position + 1, _MAX_POSITION)
             seen = positions.get(word)
             if seen is None:

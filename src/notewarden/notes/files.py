@@ -84,7 +84,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
@@ -97,6 +97,7 @@ from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, claim_owner
 from notewarden.notes.store import (
     MERGE_ATTEMPTS,
+    MeaningHit,
     Moved,
     NoteChange,
     NoteContent,
@@ -130,6 +131,10 @@ from notewarden.scope.fsroot import FileIdentity, HeldDir, WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import MOVE_JOURNAL_NAME
 from notewarden.scope.uri import FileUri
+
+if TYPE_CHECKING:
+    from notewarden.notes.index_meaning import IndexMeaning
+    from notewarden.notes.vectors import Embedder, Vectors
 
 __all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
 
@@ -295,6 +300,7 @@ class FilesNoteStore:
         """Where each change's record goes (`change_log`), in the ledger of its transaction."""
         self._sync_trash = durability == "full"
         self._journaled: dict[str, int] = {}
+        self._meaning_index: IndexMeaning | None = None
 
     def close(self) -> None:
         self.index.close()
@@ -346,14 +352,54 @@ class FilesNoteStore:
             match=match,
             filters=filters,
         )
-        return [SearchHit(_note(r), r.snippet, (r.score, r.id)) for r in rows]
+        return [SearchHit(_note(r), (r.score, r.id), r.aliases, r.snippet, tuple(terms)) for r in rows]
+
+    def _meaning(self) -> IndexMeaning:
+        """The vectors beside the index (`notes.index_meaning`), made on first use: numpy is needed."""
+        if self._meaning_index is None:
+            from notewarden.notes.index_meaning import IndexMeaning
+
+            self._meaning_index = IndexMeaning(self.index)
+        return self._meaning_index
+
+    def embed_pending(
+        self, scope: WorkspaceScope, embedder: Embedder, *, progress: ProgressSink | None = None
+    ) -> int:
+        workspace, root, _ = self._key(scope)
+        return self._meaning().embed_pending(workspace, root, embedder, progress)
+
+    def nearest(
+        self,
+        scope: WorkspaceScope,
+        embedder: Embedder,
+        query: Vectors,
+        *,
+        limit: int,
+        filters: NoteFilter | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> list[MeaningHit]:
+        found = self._meaning().nearest(
+            *self._key(scope), query, embedder, limit=limit, filters=filters, exclude=exclude
+        )
+        return [MeaningHit(_note(n.note), n.section, n.score) for n in found]
+
+    def note_sections(
+        self, scope: WorkspaceScope, embedder: Embedder, note_id: str
+    ) -> list[tuple[str, Vectors]]:
+        scope.root.stat_note(_inside(scope, note_id))
+        self._meaning().vectors(str(scope.workspace), embedder.name, embedder.dimensions)
+        return self._meaning().sections_of(str(scope.workspace), note_id, embedder)
 
     def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
         return self.index.tags(*self._key(scope), prefix=prefix, after=after, limit=limit)
 
-    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+    def links(
+        self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None
+    ) -> NoteLinks:
         scope.root.stat_note(_inside(scope, note_id))  # the precise error for what is not a note
-        found = self.index.note_links(*self._key(scope), note_id, limit=limit)
+        found = self.index.note_links(
+            *self._key(scope), note_id, limit=limit, after=after, reach=scope.whole_workspace().regions
+        )
         if found is None:
             raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
         return found

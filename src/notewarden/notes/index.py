@@ -10,6 +10,13 @@ is never a candidate, whatever the change detection missed.
 
 Rule 2: full-text queries are driven by the FTS table (`CROSS JOIN` fixes the join order):
 left to itself SQLite may scan every note of the workspace and probe the FTS per row, O(notes).
+A hit's snippet and aliases are read for the page only, after ranking.
+
+Rule 3: a filters-only search lists notes newest first (ties by id) from an index in that order:
+when a tag filter keeps fewer than `store.FILTER_FIRST_CAP` notes, they are read through the tag
+index and sorted; otherwise the time index `notes_by_mtime` is walked and each note tested, which
+stops at the page's end. Either reads O(page / share kept) or O(cap) rows, never every note (a tag
+on 10% of 20,000 notes read and sorted all of them: 14-19x slower at 20k than at 1k).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from notewarden.notes.links import VaultLookup, anchor_found, name_key
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, matched_name, nearly_same, note_stem, title_words
 from notewarden.notes.store import (
+    FILTER_FIRST_CAP,
     LinkView,
     NoteChange,
     NoteFilter,
@@ -64,6 +72,7 @@ _TAG_EXISTS = (
     "EXISTS (SELECT 1 FROM note_tags g WHERE g.workspace = n.workspace AND g.note_id = n.id "
     "AND (g.tag = ? OR (g.tag >= ? AND g.tag < ?)))"
 )
+_TAG_MATCH = "(g.tag = ? OR (g.tag >= ? AND g.tag < ?))"
 _PROPERTY_OPS = {"equals": "value IS ?", "before": "value < ?", "after": "value > ?"}
 
 
@@ -110,30 +119,61 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
     return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
 
 
+_AnchorFacts = tuple[tuple[Any, ...], tuple[str, ...]]
+_PARSED_ANCHORS: dict[tuple[str, int, int, int, int], _AnchorFacts] = {}
+"""A target's headings and block ids by (note id, dev, ino, size, mtime_ns): a version of a file."""
+_ANCHORS_KEPT = 4096
+
+
 class _Anchors:
     """The headings and block ids of link targets, read when a link's anchor is shown (the index
-    does not keep headings: `index_refresh` Rule 6's build skips the block parse where it can)."""
+    does not keep headings: `index_refresh` Rule 6's build skips the block parse where it can).
 
-    def __init__(self, root: WorkspaceRoot) -> None:
+    A target is parsed once per version: kept by the identity the index holds for it (dev, ino,
+    size, mtime_ns), which the query's refresh has just brought up to date, so a changed file is
+    parsed again; a note with 20 anchored links then costs 20 look-ups, not 20 reads and parses
+    (docs/performance.md). Only targets inside the caller's regions are read: a link into a folder
+    out of reach shows no verdict on its anchor (None), never what that note contains."""
+
+    def __init__(self, root: WorkspaceRoot, regions: Sequence[str]) -> None:
         self._root = root
-        self._seen: dict[str, NoteFacts | None] = {}
+        self._regions = None if "" in regions else tuple(f"{r}/" for r in regions)
+        self._seen: dict[str, _AnchorFacts | None] = {}
 
-    def found(self, target: str, anchor: str, style: str) -> bool | None:
+    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> _AnchorFacts | None:
+        key = (target, *identity) if identity is not None else None
+        if key is not None and (kept := _PARSED_ANCHORS.get(key)) is not None:
+            return kept
+        try:
+            data, _ = self._root.read_head(target, INDEX_BODY_BYTES)
+        except FsError:
+            return None
+        facts: NoteFacts = parse_note(data.decode("utf-8", errors="replace"), note_stem(target))
+        found = (tuple(facts.headings), tuple(b.id for b in facts.block_ids))
+        if key is not None:
+            if len(_PARSED_ANCHORS) >= _ANCHORS_KEPT:
+                _PARSED_ANCHORS.clear()
+            _PARSED_ANCHORS[key] = found
+        return found
+
+    def found(
+        self, target: str, anchor: str, style: str, identity: tuple[int, int, int, int] | None = None
+    ) -> bool | None:
+        if self._regions is not None and not target.startswith(self._regions):
+            return None
         if target not in self._seen:
-            try:
-                data, _ = self._root.read_head(target, INDEX_BODY_BYTES)
-                self._seen[target] = parse_note(data.decode("utf-8", errors="replace"), note_stem(target))
-            except FsError:
-                self._seen[target] = None
+            self._seen[target] = self._facts(target, identity)
         facts = self._seen[target]
         if facts is None:
             return None
-        return anchor_found(anchor, style, facts.headings, (b.id for b in facts.block_ids))
+        return anchor_found(anchor, style, facts[0], facts[1])
 
 
-def _link_view(row: Sequence[Any], anchors: _Anchors) -> LinkView:
-    source, title, line, written, context, embed, path, anchor, target, via, style = row
-    found = anchors.found(target, anchor, style) if anchor and target is not None else None
+def _link_view(
+    row: Sequence[Any], anchors: _Anchors, identity: tuple[int, int, int, int] | None = None
+) -> LinkView:
+    source, title, line, written, context, embed, path, anchor, target, via, style = row[:11]
+    found = anchors.found(target, anchor, style, identity) if anchor and target is not None else None
     return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
 
 
@@ -155,24 +195,19 @@ class NoteIndex(IndexRefresh):
     ) -> list[IndexedNote]:
         """Notes matching every term (by word prefix, stemmed) in title, path or body, or with
         `match="any"` some but not all, best first: bm25 with the title weighted 10 and the path 2;
-        ties by id. Without terms: the notes passing `filters`, newest first. `after` is the
-        (score, id) of the last note of the previous page."""
+        ties by id; each with its snippet (`notes.snippets`) and aliases. Without terms: the notes
+        passing `filters`, newest first (Rule 3). `after` is the (score, id) of the last note of the
+        previous page."""
+        if not terms:
+            return self._filtered(workspace, root, regions, after=after, limit=limit, filters=filters)
         within, bounds = within_regions("n.id", regions)
         kept, kept_params = _filter_sql(filters)
-        if terms:
-            sql = (
-                f"SELECT {NOTE_COLUMNS}, bm25(notes_text, 10.0, 2.0, 1.0) AS score, "
-                "snippet(notes_text, 2, '**', '**', '…', 16) "
-                "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
-                f"WHERE notes_text MATCH ? AND n.workspace = ?{within}{kept}"
-            )
-            params: list[Any] = [_fts_query(terms, match), workspace, *bounds, *kept_params]
-        else:
-            sql = (
-                f"SELECT {NOTE_COLUMNS}, -n.mtime_ns / 1e9 AS score, '' FROM notes n "
-                f"WHERE n.workspace = ?{within}{kept}"
-            )
-            params = [workspace, *bounds, *kept_params]
+        sql = (
+            f"SELECT {NOTE_COLUMNS}, bm25(notes_text, 10.0, 2.0, 1.0) AS score, n.rowid "
+            "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
+            f"WHERE notes_text MATCH ? AND n.workspace = ?{within}{kept}"
+        )
+        params: list[Any] = [_fts_query(terms, match), workspace, *bounds, *kept_params]
         if after is not None:
             sql = f"SELECT * FROM ({sql}) WHERE score > ? OR (score = ? AND id > ?)"
             params += [after[0], after[0], after[1]]
@@ -180,9 +215,96 @@ class NoteIndex(IndexRefresh):
         params.append(limit)
 
         def run() -> list[IndexedNote]:
-            return [IndexedNote.of(r, r[8], r[7]) for r in self._db.execute(sql, params)]
+            return [IndexedNote.of(r, score=r[7], rowid=r[8]) for r in self._db.execute(sql, params)]
 
-        return self._checked(workspace, root, run, progress)
+        rows = self._checked(workspace, root, run, progress)
+        return self._with_snippets(workspace, rows, terms)
+
+    def _with_snippets(
+        self, workspace: str, rows: list[IndexedNote], terms: Sequence[str]
+    ) -> list[IndexedNote]:
+        """The page's texts (in `snippet`: `SearchHit` makes the snippet from it when asked) and
+        aliases, read for the page only: selecting them in the ranked query would read every matching
+        note's text."""
+        if not rows:
+            return rows
+        with self._lock:
+            marks = ", ".join("?" * len(rows))
+            texts = dict(
+                self._db.execute(
+                    f"SELECT rowid, body FROM notes_text WHERE rowid IN ({marks})", [r.rowid for r in rows]
+                ).fetchall()
+            )
+            names: dict[str, list[str]] = {}
+            for note_id, alias in self._db.execute(
+                f"SELECT note_id, alias FROM note_aliases WHERE workspace = ? AND note_id IN ({marks}) "
+                "ORDER BY note_id, alias_key",
+                [workspace, *(r.id for r in rows)],
+            ):
+                names.setdefault(note_id, []).append(alias)
+        return [
+            replace(r, snippet=texts.get(r.rowid) or "", aliases=tuple(names.get(r.id, ()))) for r in rows
+        ]
+
+    def _filtered(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        regions: Sequence[str],
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        filters: NoteFilter | None,
+    ) -> list[IndexedNote]:
+        """Rule 3: the notes passing `filters`, newest first, ties by id; the rank is -mtime_ns."""
+        within, bounds = within_regions("n.id", regions)
+        kept, kept_params = _filter_sql(filters)
+        page, page_params = "", []
+        if after is not None:
+            newest = -int(after[0])
+            page = " AND n.mtime_ns <= ? AND (n.mtime_ns < ? OR n.id > ?)"
+            page_params = [newest, newest, after[1]]
+        columns = f"SELECT {NOTE_COLUMNS}, -n.mtime_ns, n.rowid FROM notes n"
+        where = f"n.workspace = ?{within}{kept}{page} ORDER BY n.mtime_ns DESC, n.id LIMIT ?"
+        params = [workspace, *bounds, *kept_params, *page_params, limit]
+        driver = self._selective_filter(workspace, filters)
+        if driver is None:  # many notes pass: walk the time index, test each, stop at the page's end
+            sql = f"{columns} INDEXED BY notes_by_mtime WHERE {where}"
+        else:  # few: read them all through their own index, then sort
+            condition, driver_params = driver
+            sql = f"{columns} WHERE n.id IN (SELECT g.note_id FROM note_tags g WHERE {condition}) AND {where}"
+            params = [*driver_params, *params]
+
+        def run() -> list[IndexedNote]:
+            return [IndexedNote.of(r, score=r[7], rowid=r[8]) for r in self._db.execute(sql, params)]
+
+        return self._checked(workspace, root, run, None)
+
+    def _selective_filter(self, workspace: str, filters: NoteFilter | None) -> tuple[str, list[Any]] | None:
+        """Rule 3: the indexed filter (a tag of `tags_all`, or the tags of `tags_any`) that keeps fewer
+        than `FILTER_FIRST_CAP` notes, as a condition on `note_tags g` and its parameters; None when
+        every such filter keeps more (then the time index is walked)."""
+        if filters is None:
+            return None
+        choices: list[tuple[str, list[Any]]] = [
+            (f"g.workspace = ? AND {_TAG_MATCH}", [workspace, *_tag_params(t)]) for t in filters.tags_all
+        ]
+        if filters.tags_any:
+            either = " OR ".join([_TAG_MATCH] * len(filters.tags_any))
+            choices.append(
+                (
+                    f"g.workspace = ? AND ({either})",
+                    [workspace, *(p for t in filters.tags_any for p in _tag_params(t))],
+                )
+            )
+        for condition, params in choices:
+            (found,) = self._db.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM note_tags g WHERE {condition} LIMIT ?)",
+                [*params, FILTER_FIRST_CAP],
+            ).fetchone()
+            if found < FILTER_FIRST_CAP:
+                return condition, params
+        return None
 
     def tags(
         self,
@@ -216,12 +338,22 @@ class NoteIndex(IndexRefresh):
             return [TagCount(name, count) for name, count in rows]
 
     def note_links(
-        self, workspace: str, root: WorkspaceRoot, regions: Sequence[str], note_id: str, *, limit: int
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        regions: Sequence[str],
+        note_id: str,
+        *,
+        limit: int,
+        after: tuple[str, int] | None = None,
+        reach: Sequence[str] = ("",),
     ) -> NoteLinks | None:
         """The note with its tags and front matter, its outgoing links, up to `limit` backlinks from
-        notes in `regions` (each still on disk) and how many such backlinks there are in all;
-        None when it is not a note."""
+        notes in `regions` (each still on disk), by (source, seq) after `after`, and how many such
+        backlinks there are in all; None when it is not a note. Link targets' anchors are checked in
+        `reach` only (the caller's folders across the workspace: links resolve across it)."""
         within, bounds = within_regions("l.note_id", regions)
+        resume, resume_at = ("", ()) if after is None else (" AND (l.note_id, l.seq) > (?, ?)", after)
         with self._lock:
             note = self.row(workspace, root, note_id)
             if note is None:
@@ -231,8 +363,9 @@ class NoteIndex(IndexRefresh):
                 "l.via, l.style"
             )
             outgoing = self._db.execute(
-                f"SELECT {columns} FROM note_links l JOIN notes n ON n.workspace = l.workspace "
-                "AND n.id = l.note_id WHERE l.workspace = ? AND l.note_id = ? ORDER BY l.seq",
+                f"SELECT {columns}, t.dev, t.ino, t.size, t.mtime_ns FROM note_links l JOIN notes n "
+                "ON n.workspace = l.workspace AND n.id = l.note_id LEFT JOIN notes t ON t.workspace = "
+                "l.workspace AND t.id = l.target WHERE l.workspace = ? AND l.note_id = ? ORDER BY l.seq",
                 (workspace, note_id),
             ).fetchall()
             (total,) = self._db.execute(
@@ -240,17 +373,24 @@ class NoteIndex(IndexRefresh):
                 (workspace, note_id, *bounds),
             ).fetchone()
             backlinks = self._db.execute(
-                f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns FROM note_links l INDEXED BY note_links_by_target "
-                "JOIN notes n "
-                f"ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? AND l.target = ?{within} "
-                "ORDER BY l.note_id, l.seq LIMIT ?",
-                (workspace, note_id, *bounds, limit),
+                f"SELECT {columns}, n.dev, n.ino, n.size, n.mtime_ns, l.seq FROM note_links l INDEXED BY "
+                "note_links_by_target JOIN notes n ON n.workspace = l.workspace AND n.id = l.note_id "
+                f"WHERE l.workspace = ? AND l.target = ?{within}{resume} ORDER BY l.note_id, l.seq LIMIT ?",
+                (workspace, note_id, *bounds, *resume_at, limit),
             ).fetchall()
             sources = {r[0]: FileIdentity(r[11], r[12], r[14], r[13]) for r in backlinks}
             present = {s for s, identity in sources.items() if same_file(root, s, identity)}
-            anchors = _Anchors(root)
-            views = [_link_view(r[:11], anchors) for r in outgoing]
-            back = [_link_view(r[:11], anchors) for r in backlinks if r[0] in present]
+            anchors = _Anchors(root, reach)
+            views = [
+                _link_view(r, anchors, None if r[11] is None else (r[11], r[12], r[13], r[14]))
+                for r in outgoing
+            ]
+            own = note.identity
+            back = [
+                replace(_link_view(r, anchors, (own.dev, own.ino, own.size, own.mtime_ns)), seq=r[15])
+                for r in backlinks
+                if r[0] in present
+            ]
             properties, error = self._db.execute(
                 "SELECT properties, property_error FROM notes WHERE workspace = ? AND id = ?",
                 (workspace, note_id),

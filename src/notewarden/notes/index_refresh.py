@@ -81,6 +81,12 @@ notes, 48 ms at 10,000, against the 2.4 s of such a build). Later writes, Rule 5
 included, each add a small segment, which automerge keeps few. At 1,000 notes a first build left
 12 segments in the trigram table, and a title lookup took 98–146 µs; after the merge, 47 µs
 (docs/performance.md, item 11).
+
+Rule 10 (what notes mean, issue 25; schema step 5): with a model configured, each note's sections
+have vectors in `note_chunks` (`notes.index_meaning` computes them). A note whose text is written
+again is marked `embedded = 0` (a partial index lists those), so only changed notes are embedded
+again, and of those only the sections whose text changed (`digest`). A note that leaves the index
+takes its vectors along. `notes_by_mtime` serves filters-only searches (`notes.index` Rule 3).
 """
 
 from __future__ import annotations
@@ -232,6 +238,21 @@ INDEX_MIGRATIONS: Sequence[str] = (
     ) WITHOUT ROWID;
     CREATE INDEX skipped_by_dir ON skipped (workspace, dir)
     """,
+    # Rule 10: filters-only searches newest first from an index; what a note means (its sections'
+    # vectors), kept beside it.
+    """
+    CREATE INDEX notes_by_mtime ON notes (workspace, mtime_ns DESC, id);
+    ALTER TABLE notes ADD COLUMN embedded INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX notes_unembedded ON notes (workspace, id) WHERE embedded = 0;
+    CREATE TABLE note_chunks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        workspace TEXT NOT NULL, note_id TEXT NOT NULL, chunk INTEGER NOT NULL, section TEXT NOT NULL,
+        digest TEXT NOT NULL, vector BLOB NOT NULL
+    );
+    CREATE INDEX note_chunks_by_note ON note_chunks (workspace, note_id);
+    CREATE INDEX note_chunks_by_seq ON note_chunks (workspace, seq);
+    CREATE TABLE vector_models (workspace TEXT PRIMARY KEY, model TEXT NOT NULL) WITHOUT ROWID
+    """,
 )
 
 _WATCH_MASK = (
@@ -355,11 +376,14 @@ class IndexedNote:
     snippet: str = ""
     score: float = 0.0
     aliases: tuple[str, ...] = ()
-    """Filled by `titled` only (the candidate rule needs them)."""
+    """Filled by `titled` and `search` only (the candidate rule and the ranking need them)."""
+    rowid: int = 0
+    """The row's id in `notes` (and its full-text tables); filled by `search` only."""
 
     @classmethod
-    def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0) -> IndexedNote:
-        return cls(row[0], row[1], FileIdentity(row[2], row[3], row[5], row[4]), bool(row[6]), snippet, score)
+    def of(cls, row: Sequence[Any], snippet: str = "", score: float = 0.0, rowid: int = 0) -> IndexedNote:
+        identity = FileIdentity(row[2], row[3], row[5], row[4])
+        return cls(row[0], row[1], identity, bool(row[6]), snippet, score, rowid=rowid)
 
 
 def _resolve_inotify_libc() -> None:
@@ -419,6 +443,8 @@ class IndexRefresh:
         self._pending_links: list[tuple[Any, ...]] = []
         """Rows of `_store_facts` not yet written: `_flush_facts` writes them before the transaction ends
         and before anything deletes or reads facts."""
+        self.vectors_gone: Callable[[str, str], None] | None = None
+        """Told of each note that leaves the index (Rule 10)."""
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -792,7 +818,7 @@ class IndexRefresh:
             "title = excluded.title, dev = excluded.dev, ino = excluded.ino, size = excluded.size, "
             "mtime_ns = excluded.mtime_ns, settled = excluded.settled, properties = excluded.properties, "
             "property_error = excluded.property_error, change = excluded.change, "
-            "changed_ns = excluded.changed_ns, previous = excluded.previous RETURNING rowid",
+            "changed_ns = excluded.changed_ns, previous = excluded.previous, embedded = 0 RETURNING rowid",
             (
                 workspace,
                 note_id,
@@ -1002,6 +1028,8 @@ class IndexRefresh:
             return
         self._forget_text([(row[0],)])
         self._forget_facts(workspace, note_id)
+        self._db.execute("DELETE FROM note_chunks WHERE workspace = ? AND note_id = ?", (workspace, note_id))
+        self._vectors_gone(workspace, note_id)
         self._dirty.add((workspace, name_key(note_id)))
         live = self._live.get(workspace)
         if gone and live is not None and live.track_changes:
@@ -1037,6 +1065,11 @@ class IndexRefresh:
         self._db.execute(
             f"DELETE FROM note_links WHERE workspace = ?{note_within}", (workspace, *note_bounds)
         )
+        self._db.execute(
+            f"DELETE FROM note_chunks WHERE workspace = ?{note_within}", (workspace, *note_bounds)
+        )
+        for _, note_id, *_ in removed:
+            self._vectors_gone(workspace, note_id)
         self._dirty.update(
             (workspace, k) for k in [*(a for (a,) in aliases), *(name_key(r[1]) for r in removed)]
         )
@@ -1056,6 +1089,12 @@ class IndexRefresh:
                     del watcher.dirs[wd]
                     with suppress(OSError):
                         watcher.inotify.rm_watch(wd)
+
+    def _vectors_gone(self, workspace: str, note_id: str) -> None:
+        """A note left the index: its vectors left `note_chunks` with it (Rule 10), and leave the
+        vectors held in memory (`notes.index_meaning`) through `vectors_gone`."""
+        if self.vectors_gone is not None:
+            self.vectors_gone(workspace, note_id)
 
     def _forget_text(self, rowids: Sequence[tuple[int]]) -> None:
         """Rule 5: list the full-text rows of removed notes; purge them once a batch is listed."""

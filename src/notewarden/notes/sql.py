@@ -27,7 +27,11 @@ Rule 2 (the database does the work): listing, title matching, full-text search, 
 snippets and pagination are SQL over indexes (`notes.sql_schema`), never a read of every note:
 a query costs O(rows it returns) plus the index lookups. Keyset pagination: a page starts after
 the (rank, id) or id of the previous page's last row. Every statement is in `_SQL`, by dialect;
-tests/storage/test_sql_plans.py runs EXPLAIN on each at 10,000 notes.
+tests/storage/test_sql_plans.py runs EXPLAIN on each at 10,000 notes. PostgreSQL's rank weighs each
+query term by how rare it is (log(1 + 1/share), its share of notes from the planner's statistics of
+the `search` column: no query counts anything), as bm25 does in the other stores (issue 25: without
+it, a note with a common word outranked the one with the rare word asked for, and the stores gave
+other answers).
 
 A content write (`rewrite_note`) saves the replaced body as a `note_history` row (`notes.history`)
 in the transaction that updates the note, guarded by the row's version so that a writer outside
@@ -56,6 +60,26 @@ Rule 5 (moves): `move_note` with `relink` rewrites every linking note, then rena
 one transaction under the workspace's lock: all or nothing. Each rewrite is `_rewrite_row`, whose
 UPDATE is guarded by the row's version, so a row another program changed meanwhile is read again
 and rewritten on its new content (PostgreSQL's READ COMMITTED shows it to the next statement).
+
+Rule 6 (filters only, issue 25): a search without words lists the notes passing its filters newest
+first, ties by id, in the order of the index `notes_by_time (workspace, modified_ns DESC, path)`.
+Each indexed filter (a tag, the tags of `any`, a property, a folder) is counted up to
+`store.FILTER_FIRST_CAP`: the first that keeps fewer drives the query (its rows read through its
+own index, the other filters tested on each, then sorted); when none does, the time index is walked
+newest first, each note tested by index probes on its row, until the page is full. Either reads
+O(page / share kept) or O(cap) rows; before, a tag on 10% of the notes read every note and sorted
+them on a computed rank (34 ms in the database at 20,000 notes, an 18 MB sort on disk at 40%).
+The rank of a filters-only hit is the negated `modified_ns`, an exact integer in the cursor.
+
+Rule 7 (what notes mean, issue 25; `notes.sql_schema` step 4): with a model configured, a search by
+meaning first embeds the rows whose `embedded_version` is behind their version (whoever wrote them:
+the version trigger moves on every write), a batch at a time: read in a snapshot, embedded outside
+any transaction, written under a guard on the row's version (a row written again meanwhile is left
+for the next pass). A section whose text's digest the row already has keeps its vector. Vectors are
+scored in the process, not in the database (docs/performance.md measures both): each process holds
+a workspace's vectors in memory (`notes.vectors`) and reads only the rows after the last `seq` it
+saw; the notes found are then listed by SQL with the scope and the filters, so none outside the
+caller's reach is ever shown. `vector_models` names the model; another one starts over.
 """
 
 from __future__ import annotations
@@ -63,11 +87,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from notewarden.faults import fault_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession, workspace_lock_key
@@ -79,16 +105,21 @@ from notewarden.notes.derived import (
     gram_token,
     json_escaped,
     search_query,
+    search_rank_queries,
     search_vector,
     title_patterns,
 )
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
+from notewarden.notes.sections import pieces_of
+from notewarden.notes.snippets import SNIPPET_SCAN_CHARS
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
+    FILTER_FIRST_CAP,
     MERGE_ATTEMPTS,
     LinkView,
+    MeaningHit,
     Moved,
     NoteChange,
     NoteContent,
@@ -117,17 +148,21 @@ from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import RightMissing
 from notewarden.scope.uri import FileUri
 
+if TYPE_CHECKING:
+    from notewarden.notes.vectors import Embedder, VectorIndex, Vectors
+
 __all__ = ["SQL_STORE_SCHEMA", "SqlNoteStore", "derived_values"]
 
 logger = logging.getLogger(__name__)
 
 DERIVE_BATCH = 500
 """Rows re-derived per transaction (Rule 3)."""
+EMBED_BATCH = 256
+"""Rows embedded per transaction (Rule 7)."""
+_OVERSAMPLE = 4
+"""Sections asked of the vector index per hit wanted, so that notes the filters drop can be replaced."""
 _SIMILAR_SCAN = 500
 """The most notes sharing a title word that `similar_titles` compares (as the files index)."""
-SNIPPET_SCAN_CHARS = 100_000
-"""PostgreSQL builds a hit's snippet from the start of its body: a match further in is found, but
-the snippet shows the beginning."""
 _ATTEMPTS = 3
 
 # The columns every listing returns, in `_note`'s order, and the statements, by dialect.
@@ -165,9 +200,9 @@ _DERIVED_COLUMNS = {
         "property_error",
     ),
 }
+_UNEMBEDDED = {"sqlite": "n.embedded_version IS NOT n.version", "postgres": "n.unembedded"}
 _CASTS = {"postgres": {"search": "?::tsvector", "front_matter": "?::jsonb"}, "sqlite": {}}
 _PG_RANK_WEIGHTS = "ARRAY[0.0, 0.1, 0.2, 1.0]::float4[]"  # D, C body, B path, A title: 1 : 2 : 10 as in files
-_PG_HEADLINE = "'StartSel=**, StopSel=**, MaxWords=24, MinWords=10, ShortWord=0, MaxFragments=1'"
 
 
 def _sql(dialect: str) -> dict[str, str]:
@@ -177,7 +212,6 @@ def _sql(dialect: str) -> dict[str, str]:
     casts = _CASTS[dialect]
     values = ", ".join(casts.get(c, "?") for c in derived)
     assignments = ", ".join(f"{c} = {casts.get(c, '?')}" for c in derived)
-    score_of_time = "-(n.modified_ns / 1e9)" if dialect == "sqlite" else "-(n.modified_ns::float8 / 1e9)"
     return {
         "stale_probe": f"SELECT n.id FROM notes n WHERE n.workspace = ? AND {stale} LIMIT 1",
         "stale_batch": f"SELECT n.id, n.version, n.path, n.body, n.name_key FROM notes n WHERE n.workspace = ? "
@@ -231,8 +265,8 @@ def _sql(dialect: str) -> dict[str, str]:
         "links_out": "SELECT l.line, l.written, l.context, l.embed, l.path, l.anchor, t.path, l.via, l.style "
         "FROM note_links l LEFT JOIN notes t ON t.id = l.target_row WHERE l.note_row = ? ORDER BY l.seq",
         "backlinks_count": "SELECT count(*) FROM note_links l WHERE l.target_row = ?{within}",
-        "backlinks": "SELECT l.source, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style "
-        "FROM note_links l JOIN notes n ON n.id = l.note_row WHERE l.target_row = ?{within} "
+        "backlinks": "SELECT l.source, n.title, l.line, l.written, l.context, l.embed, l.path, l.anchor, l.style, "
+        "l.seq FROM note_links l JOIN notes n ON n.id = l.note_row WHERE l.target_row = ?{within}{resume} "
         "ORDER BY l.source, l.seq LIMIT ?",
         "note_tag_names": "SELECT name FROM note_tags WHERE note_row = ? AND name IS NOT NULL ORDER BY tag",
         "tags_counted": "SELECT name, notes FROM tag_counts WHERE workspace = ? AND tag >= ? AND tag < ? "
@@ -248,9 +282,34 @@ def _sql(dialect: str) -> dict[str, str]:
         "AND n.path >= ? AND n.path < ?{within} ORDER BY n.path LIMIT ?",
         "complete_names": f"SELECT {columns} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL "
         "AND n.name_key >= ? AND n.name_key < ?{within} ORDER BY n.name_key, n.path LIMIT ?",
-        "filtered": f"SELECT * FROM (SELECT {columns}, {score_of_time} AS score, '' AS snippet FROM notes n "
-        "WHERE n.workspace = ? AND n.title IS NOT NULL{within}) hit WHERE (hit.score, hit.path) > (?, ?) "
-        "ORDER BY hit.score, hit.path LIMIT ?",
+        # Rule 6: filters only, newest first, ties by id, from `notes_by_time`
+        "filtered_walk": f"SELECT {columns}, -n.modified_ns AS score, '' AS body, NULL AS front_matter "
+        "FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL{within} "
+        "ORDER BY n.modified_ns DESC, n.path LIMIT ?",
+        "filtered_few": f"SELECT {columns}, -n.modified_ns AS score, '' AS body, NULL AS front_matter "
+        "FROM (SELECT DISTINCT {driver}) d JOIN notes n ON n.id = d.note_row "
+        "WHERE n.workspace = ? AND n.title IS NOT NULL{within} ORDER BY n.modified_ns DESC, n.path LIMIT ?",
+        "filter_count": "SELECT count(*) FROM (SELECT {driver} LIMIT ?) kept",
+        # what notes mean (Rule 7)
+        "unembedded_count": f"SELECT count(*) FROM notes n WHERE n.workspace = ? AND {_UNEMBEDDED[dialect]}",
+        "unembedded": f"SELECT n.id, n.version, n.path, n.body FROM notes n WHERE n.workspace = ? "
+        f"AND {_UNEMBEDDED[dialect]} AND n.id > ? ORDER BY n.id LIMIT ?",
+        "vectors_of_rows": "SELECT note_row, digest, vector FROM note_vectors WHERE note_row IN ({marks})",
+        "embedded": f"UPDATE notes AS n SET embedded_version = version WHERE id = ? AND version = ? "
+        f"AND {_UNEMBEDDED[dialect]} RETURNING id",
+        "vectors_drop": "DELETE FROM note_vectors WHERE note_row = ?",
+        "vector_insert": "INSERT INTO note_vectors (note_row, workspace, chunk, section, digest, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        "vector_model": "SELECT model FROM vector_models WHERE workspace = ?",
+        "vector_model_set": "INSERT INTO vector_models (workspace, model) VALUES (?, ?) "
+        "ON CONFLICT (workspace) DO UPDATE SET model = excluded.model",
+        "vectors_reset": "DELETE FROM note_vectors WHERE workspace = ?",
+        "embedded_reset": "UPDATE notes SET embedded_version = NULL WHERE workspace = ?",
+        "vectors_after": "SELECT v.seq, n.path, v.section, v.vector FROM note_vectors v JOIN notes n "
+        "ON n.id = v.note_row WHERE v.workspace = ? AND v.seq > ? ORDER BY v.seq LIMIT ?",
+        "listed": f"SELECT {columns}, n.front_matter FROM notes n WHERE n.workspace = ? AND n.path IN ({{marks}}) "
+        "AND n.title IS NOT NULL{within}",
+        "kept_paths": "SELECT n.path FROM notes n WHERE n.id IN (SELECT {driver})",
         "list_trash": "SELECT trash_id, path, title, deleted_at, note_row, version, modified_ns, "
         f"{size} FROM notes_trash WHERE workspace = ? ORDER BY deleted_at DESC, trash_id",
         "trashed": "SELECT path, body FROM notes_trash WHERE trash_id = ? AND workspace = ?",
@@ -269,11 +328,12 @@ _SQLITE_QUERIES = {
     "similar": f"SELECT {_COLUMNS['sqlite']} FROM notes_title_fts t CROSS JOIN notes n ON n.id = t.rowid "
     "WHERE notes_title_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within} ORDER BY n.path LIMIT ?",
     # CROSS JOIN: the full-text table drives the join (as in notes.index Rule 2)
-    "search": "SELECT * FROM (SELECT "
-    f"{_COLUMNS['sqlite']}, bm25(notes_fts, 10.0, 2.0, 1.0) AS score, "
-    "snippet(notes_fts, 2, '**', '**', '…', 16) FROM notes_fts CROSS JOIN notes n ON n.id = notes_fts.rowid "
-    "WHERE notes_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within}) hit "
-    "WHERE (hit.score, hit.path) > (?, ?) ORDER BY hit.score, hit.path LIMIT ?",
+    "search": f"SELECT hit.*, substr(n.body, 1, {SNIPPET_SCAN_CHARS}), n.front_matter FROM (SELECT * FROM (SELECT "
+    f"{_COLUMNS['sqlite']}, bm25(notes_fts, 10.0, 2.0, 1.0) AS score "
+    "FROM notes_fts CROSS JOIN notes n ON n.id = notes_fts.rowid "
+    "WHERE notes_fts MATCH ? AND n.workspace = ? AND n.title IS NOT NULL{within}) ranked "
+    "WHERE (ranked.score, ranked.path) > (?, ?) ORDER BY ranked.score, ranked.path LIMIT ?) hit "
+    "JOIN notes n ON n.id = hit.id ORDER BY hit.score, hit.path",
     "trash_move": "INSERT INTO notes_trash (trash_id, workspace, path, title, body, note_row, version, "
     "modified_ns, principal, confirmation_id, deleted_at) SELECT ?, workspace, path, ?, body, id, version, "
     "modified_ns, ?, ?, ? FROM notes WHERE workspace = ? AND path = ? AND id = ? AND version = ? "
@@ -296,12 +356,14 @@ _POSTGRES_QUERIES = {
     "titled_grams": f"SELECT {_COLUMNS['postgres']}, n.front_matter FROM notes n WHERE n.workspace = ? "
     "AND n.title IS NOT NULL{within} AND n.title_grams @> ?::text[] AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
-    "search": f"SELECT {_PAGE_COLUMNS}, ts_headline('simple', left(n.body, {SNIPPET_SCAN_CHARS}), page.query, "
-    f"{_PG_HEADLINE}) FROM (SELECT * FROM (SELECT {_COLUMNS['postgres']}, "
-    f"-ts_rank({_PG_RANK_WEIGHTS}, n.search, q.query)::float8 AS score, q.query FROM notes n, "
-    "(SELECT ?::tsquery AS query) q WHERE n.search @@ q.query AND n.workspace = ? AND n.title IS NOT NULL"
-    "{within}) hit WHERE (hit.score, hit.path) > (?, ?) ORDER BY hit.score, hit.path LIMIT ?) page "
-    "JOIN notes n ON n.id = page.id ORDER BY page.score, page.path",
+    # {rank}: each term's ts_rank weighted by its rarity, `_pg_rank` (Rule 2)
+    "search": f"SELECT {_PAGE_COLUMNS}, left(n.body, {SNIPPET_SCAN_CHARS}), n.front_matter FROM (SELECT * FROM "
+    f"(SELECT {_COLUMNS['postgres']}, -({{rank}})::float8 AS score "
+    "FROM notes n, (SELECT ?::tsquery AS query{weights}) q WHERE n.search @@ q.query "
+    "AND n.workspace = ? AND n.title IS NOT NULL{within}) hit WHERE (hit.score, hit.path) > (?, ?) "
+    "ORDER BY hit.score, hit.path LIMIT ?) page JOIN notes n ON n.id = page.id ORDER BY page.score, page.path",
+    "lexeme_stats": "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+    "WHERE schemaname = current_schema() AND tablename = 'notes' AND attname = 'search'",
     "dirty_many": "INSERT INTO links_dirty (workspace, name_key, note_row) "
     "SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]) ON CONFLICT DO NOTHING",
     "links_resolved": "UPDATE note_links l SET target_row = t.target_row, via = t.via "
@@ -547,6 +609,20 @@ def _property_clause(test: PropertyTest) -> tuple[str, list[Any]]:
     return " OR ".join(parts) or "1 = 0", [*texts, *numbers]
 
 
+def _with_time_and_folder(
+    filters: NoteFilter, clauses: list[str], params: list[Any]
+) -> tuple[str, list[Any]]:
+    """`clauses` and the tests of `filters` on the note's own row (dates, folder), as ` AND ...` SQL."""
+    if filters.modified_after_ns is not None:
+        clauses.append("n.modified_ns > ?")
+        params.append(filters.modified_after_ns)
+    if filters.modified_before_ns is not None:
+        clauses.append("n.modified_ns < ?")
+        params.append(filters.modified_before_ns)
+    within, bounds = _within((filters.folder.strip("/"),))
+    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+
+
 def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[Any]]:
     """SQL (` AND ...`) and parameters keeping the notes that pass `filters` (index lookups each)."""
     if filters is None:
@@ -566,14 +642,85 @@ def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[A
             f"n.id IN (SELECT note_row FROM note_properties WHERE workspace = ? AND name = ? AND ({condition}))"
         )
         params += [workspace, test.name, *values]
-    if filters.modified_after_ns is not None:
-        clauses.append("n.modified_ns > ?")
-        params.append(filters.modified_after_ns)
-    if filters.modified_before_ns is not None:
-        clauses.append("n.modified_ns < ?")
-        params.append(filters.modified_before_ns)
-    within, bounds = _within((filters.folder.strip("/"),))
-    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+    return _with_time_and_folder(filters, clauses, params)
+
+
+_NOTES_FOR_IDF = 100
+"""bm25's IDF, ln(1 + (N - n + 0.5) / (n + 0.5)), with shares for counts: N notes taken as this many."""
+LEXEME_STATS_SECONDS = 300.0
+"""How long PostgreSQL's word frequencies are kept before they are read again (Rule 2)."""
+
+
+def _pg_rank(weights: dict[str, float], floor: float, terms: Sequence[str]) -> tuple[str, str, list[Any]]:
+    """Rule 2 on PostgreSQL: the rank expression (each term's `ts_rank`, weighted by how rare the term
+    is, as bm25's IDF weighs it in the other stores), the columns of `q` it reads and their parameters. A term's share of notes is
+    the planner's own statistics of `notes.search` (`pg_stats.most_common_elems`, kept by ANALYZE):
+    the sum of the shares of the common stems it is a prefix of, else half the least common share."""
+    pairs = search_rank_queries(terms)
+    if len(pairs) == 1:  # one term: its weight changes no order
+        return f"ts_rank({_PG_RANK_WEIGHTS}, n.search, q.r0)", ", ?::tsquery AS r0", [pairs[0][1]]
+    parts, columns, params = [], [], []
+    for i, (finds, ranks) in enumerate(pairs):
+        stem = finds.split(":", 1)[0].split("<->")[-1].strip().strip("'")
+        share = min(1.0, sum(f for lexeme, f in weights.items() if lexeme.startswith(stem))) or floor / 2
+        parts.append(f"q.w{i} * ts_rank({_PG_RANK_WEIGHTS}, n.search, q.r{i})")
+        columns.append(f", ?::float8 AS w{i}, ?::tsquery AS r{i}")
+        params += [math.log(1 + (1 - share + 0.5 / _NOTES_FOR_IDF) / (share + 0.5 / _NOTES_FOR_IDF)), ranks]
+    return " + ".join(parts), "".join(columns), params
+
+
+def _filter_exists(filters: NoteFilter | None) -> tuple[str, list[Any]]:
+    """Rule 6: SQL (` AND ...`) testing one note `n` against `filters`, each an index probe by its row."""
+    if filters is None:
+        return "", []
+    clauses: list[str] = []
+    params: list[Any] = []
+    for tag in filters.tags_all:
+        clauses.append("EXISTS (SELECT 1 FROM note_tags g WHERE g.note_row = n.id AND g.tag = ?)")
+        params.append(_tag_key(tag))
+    if filters.tags_any:
+        marks = ", ".join("?" * len(filters.tags_any))
+        clauses.append(f"EXISTS (SELECT 1 FROM note_tags g WHERE g.note_row = n.id AND g.tag IN ({marks}))")
+        params += [_tag_key(t) for t in filters.tags_any]
+    for test in filters.properties:
+        condition, values = _property_clause(test)
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM note_properties p WHERE p.note_row = n.id AND p.name = ? AND ({condition}))"
+        )
+        params += [test.name, *values]
+    return _with_time_and_folder(filters, clauses, params)
+
+
+def _drivers(filters: NoteFilter | None, workspace: str) -> list[tuple[str, list[Any]]]:
+    """Rule 6: the indexed filters that can drive a filters-only search, each as `note_row FROM ...`
+    selecting the rows it keeps, with its parameters."""
+    if filters is None:
+        return []
+    found: list[tuple[str, list[Any]]] = [
+        ("note_row FROM note_tags WHERE workspace = ? AND tag = ?", [workspace, _tag_key(t)])
+        for t in filters.tags_all
+    ]
+    if filters.tags_any:
+        marks = ", ".join("?" * len(filters.tags_any))
+        found.append(
+            (
+                f"note_row FROM note_tags WHERE workspace = ? AND tag IN ({marks})",
+                [workspace, *(_tag_key(t) for t in filters.tags_any)],
+            )
+        )
+    for test in filters.properties:
+        condition, values = _property_clause(test)
+        found.append(
+            (
+                f"note_row FROM note_properties WHERE workspace = ? AND name = ? AND ({condition})",
+                [workspace, test.name, *values],
+            )
+        )
+    folder = filters.folder.strip("/")
+    if folder:
+        within, bounds = _within((folder,), "path")
+        found.append((f"id AS note_row FROM notes WHERE workspace = ?{within}", [workspace, *bounds]))
+    return found
 
 
 def _fts_query(terms: Sequence[str], match: SearchMatch) -> str:
@@ -702,6 +849,11 @@ class SqlNoteStore:
         self.history = HistoryLog(retention or Retention())
         self.changes = changes or ChangeLog()
         """Where each change's record goes (`change_log`): the ledger's database, the change's transaction."""
+        self._held: dict[tuple[str, str], VectorIndex] = {}
+        """Rule 7: each (workspace, model)'s vectors in memory."""
+        self._held_lock = threading.Lock()
+        self._lexemes: tuple[float, dict[str, float], float] | None = None
+        """Rule 2 (PostgreSQL): when they were read, each common stem's share of notes, the least share."""
 
     def close(self) -> None:
         """Nothing of its own: the ledger owns the connections."""
@@ -868,6 +1020,156 @@ class SqlNoteStore:
         else:
             _execute_many(txn, sql["dirty"], sorted(dirty))
 
+    # --- what notes mean (Rule 7) ---------------------------------------------------------------
+
+    def embed_pending(
+        self, scope: WorkspaceScope, embedder: Embedder, *, progress: ProgressSink | None = None
+    ) -> int:
+        """Rule 7: the vectors of the rows written since theirs were, a batch at a time: read in a
+        snapshot, embedded outside any transaction, written in one guarded by each row's version."""
+        from notewarden.notes.vectors import to_bytes
+
+        workspace = str(scope.workspace)
+        self._use_model(workspace, embedder.name)
+        with self._ledger.snapshot() as db:
+            ((total,),) = db.execute(_STATEMENTS[db.dialect]["unembedded_count"], (workspace,))
+        done, after = 0, 0
+        while done < total:
+            with self._ledger.snapshot() as db:
+                sql = _STATEMENTS[db.dialect]
+                batch = db.execute(sql["unembedded"], (workspace, after, EMBED_BATCH))
+                if not batch:
+                    break
+                kept: dict[tuple[int, str], bytes] = {
+                    (int(row), str(digest)): bytes(vector)
+                    for row, digest, vector in db.execute(
+                        sql["vectors_of_rows"].format(marks=_marks(batch)), [r[0] for r in batch]
+                    )
+                }
+            planned = [(row_id, version, pieces_of(path, body)) for row_id, version, path, body in batch]
+            wanted = {
+                piece.digest(embedder.name): piece.text
+                for row_id, _, pieces in planned
+                for piece in pieces
+                if (row_id, piece.digest(embedder.name)) not in kept
+            }
+            computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
+            with self._ledger.critical_section() as txn:
+                sql = _STATEMENTS[txn.dialect]
+                rows: list[tuple[object, ...]] = []
+                for row_id, version, pieces in planned:
+                    if not txn.execute(sql["embedded"], (row_id, version)):
+                        continue  # written again meanwhile: the next pass takes it
+                    txn.execute(sql["vectors_drop"], (row_id,))
+                    for chunk, piece in enumerate(pieces):
+                        digest = piece.digest(embedder.name)
+                        vector = kept.get((row_id, digest)) or to_bytes(computed[digest])
+                        rows.append((row_id, workspace, chunk, piece.section, digest, vector))
+                _insert_many(txn, sql["vector_insert"], rows)
+            done += len(batch)
+            after = int(batch[-1][0])
+            if progress is not None:
+                progress(done, total, f"embedded {done} of {total} notes ({embedder.name})")
+        return done
+
+    def _use_model(self, workspace: str, model: str) -> None:
+        """Rule 7: a workspace's vectors are one model's; another model's are dropped and computed again."""
+        with self._ledger.snapshot() as db:
+            if db.execute(_STATEMENTS[db.dialect]["vector_model"], (workspace,)) == [(model,)]:
+                return
+        with self._ledger.critical_section() as txn:
+            txn.lock_workspace(workspace)
+            sql = _STATEMENTS[txn.dialect]
+            if txn.execute(sql["vector_model"], (workspace,)) != [(model,)]:
+                txn.execute(sql["vectors_reset"], (workspace,))
+                txn.execute(sql["embedded_reset"], (workspace,))
+                txn.execute(sql["vector_model_set"], (workspace, model))
+        with self._held_lock:
+            for key in [k for k in self._held if k[0] == workspace]:
+                del self._held[key]
+
+    def _vectors(self, workspace: str, embedder: Embedder) -> VectorIndex:
+        """Rule 7: the workspace's vectors in memory, brought up to date by the rows after the last seen."""
+        from notewarden.notes.vectors import ADD_BATCH, VectorIndex, VectorRow
+
+        with self._held_lock:
+            held = self._held.setdefault((workspace, embedder.name), VectorIndex(embedder.dimensions))
+
+        def read_after(db: SqlSession, seq: int) -> Iterator[VectorRow]:
+            """The rows after `seq`, a page of `ADD_BATCH` at a time (PostgreSQL's driver reads a
+            statement's rows all at once)."""
+            while True:
+                rows = db.execute(_STATEMENTS[db.dialect]["vectors_after"], (workspace, seq, ADD_BATCH))
+                for row_seq, path, section, vector in rows:
+                    yield VectorRow(int(row_seq), str(path), str(section), bytes(vector))
+                if len(rows) < ADD_BATCH:
+                    return
+                seq = int(rows[-1][0])
+
+        with held.lock, self._ledger.snapshot() as db:
+            held.add(read_after(db, held.last_seq))
+        return held
+
+    def nearest(
+        self,
+        scope: WorkspaceScope,
+        embedder: Embedder,
+        query: Vectors,
+        *,
+        limit: int,
+        filters: NoteFilter | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> list[MeaningHit]:
+        """Rule 7: the closest sections in memory, then their notes listed by SQL (scope, filters)."""
+        workspace = str(scope.workspace)
+        held = self._vectors(workspace, embedder)
+        allowed = self._kept_by_filters(workspace, filters)
+        regions = scope.regions
+
+        def keep(note: str) -> bool:
+            in_reach = "" in regions or any(note.startswith(r + "/") for r in regions)
+            return note not in exclude and in_reach and (allowed is None or note in allowed)
+
+        with held.lock:
+            near = held.nearest(query, limit * _OVERSAMPLE, keep=keep)
+        if not near:
+            return []
+        within, bounds = _within(regions)
+        kept, kept_params = _filter_sql(filters, workspace)
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            statement = sql["listed"].format(marks=_marks(near), within=within + kept)
+            return db.execute(statement, [workspace, *(n.note for n in near), *bounds, *kept_params])
+
+        listed = {row[0]: row for row in self._query(scope, run)}
+        return [
+            MeaningHit(
+                _note(listed[n.note]), n.section, n.score, tuple(aliases_of(_json_object(listed[n.note][7])))
+            )
+            for n in near
+            if n.note in listed
+        ][:limit]
+
+    def _kept_by_filters(self, workspace: str, filters: NoteFilter | None) -> set[str] | None:
+        """The notes a selective filter keeps (Rule 6's drivers), or None: then each hit is tested."""
+        with self._ledger.snapshot() as db:
+            sql = _STATEMENTS[db.dialect]
+            for driver, params in _drivers(filters, workspace):
+                ((count,),) = db.execute(
+                    sql["filter_count"].format(driver=driver), [*params, FILTER_FIRST_CAP]
+                )
+                if count < FILTER_FIRST_CAP:
+                    return {str(p) for (p,) in db.execute(sql["kept_paths"].format(driver=driver), params)}
+        return None
+
+    def note_sections(
+        self, scope: WorkspaceScope, embedder: Embedder, note_id: str
+    ) -> list[tuple[str, Vectors]]:
+        self.read_note(scope, note_id)  # NoteMissing, PathRejected, RightMissing: as a read
+        held = self._vectors(str(scope.workspace), embedder)
+        with held.lock:
+            return held.vectors_of(note_id)
+
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return self.list_page(scope, after=None, limit=None)
 
@@ -944,36 +1246,94 @@ class SqlNoteStore:
         filters: NoteFilter | None = None,
     ) -> list[SearchHit]:
         """Every term (or with `match="any"` some but not all) must start a word of the title, path or
-        body; best first (SQLite: bm25 with the title weighted 10 and the path 2, as the files index;
-        PostgreSQL: `ts_rank` with the same weights), negated so that lower is better; ties by id.
-        Without terms: the notes passing `filters`, newest first."""
+        body, stemmed; best first (SQLite: bm25 with the title weighted 10 and the path 2, as the files
+        index; PostgreSQL: `ts_rank` with the same weights, `derived` Rule 4), negated so that lower is
+        better; ties by id; each with its snippet (`notes.snippets`) and aliases. Without terms: the
+        notes passing `filters`, newest first (Rule 6)."""
+        if not terms:
+            return self._filtered(scope, after=after, limit=limit, filters=filters, progress=progress)
         workspace = str(scope.workspace)
         within, bounds = _within(scope.regions)
         kept, kept_params = _filter_sql(filters, workspace)
         start = after if after is not None else (float("-inf"), "")
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
-            if not terms:  # filters alone: newest first
-                return db.execute(
-                    sql["filtered"].format(within=within + kept),
-                    [workspace, *bounds, *kept_params, *start, limit],
-                )
             if db.dialect == "sqlite":
-                wanted = _fts_query(terms, match)
-            else:
-                query = search_query(terms, match)
-                if query is None:
-                    return []
-                wanted = query
+                return db.execute(
+                    sql["search"].format(within=within + kept),
+                    [_fts_query(terms, match), workspace, *bounds, *kept_params, *start, limit],
+                )
+            query = search_query(terms, match)
+            if query is None:
+                return []
+            rank, weights, rank_params = _pg_rank(*self._lexeme_shares(db), terms)
             return db.execute(
-                sql["search"].format(within=within + kept),
-                [wanted, workspace, *bounds, *kept_params, *start, limit],
+                sql["search"].format(within=within + kept, rank=rank, weights=weights),
+                [query, *rank_params, workspace, *bounds, *kept_params, *start, limit],
             )
 
         return [
-            SearchHit(_note(row), row[-1], (float(row[7]), row[0]))
+            SearchHit(
+                _note(row),
+                (float(row[7]), row[0]),
+                tuple(aliases_of(_json_object(row[9]))),
+                row[8] or "",
+                tuple(terms),
+            )
             for row in self._query(scope, run, progress)
         ]
+
+    def _lexeme_shares(self, db: SqlSession) -> tuple[dict[str, float], float]:
+        """Rule 2: PostgreSQL's share of notes for each common stem, and the least share listed; read
+        again after `LEXEME_STATS_SECONDS`."""
+        now = time.monotonic()
+        if self._lexemes is None or now - self._lexemes[0] > LEXEME_STATS_SECONDS:
+            rows = db.execute(_STATEMENTS["postgres"]["lexeme_stats"])
+            shares: dict[str, float] = {}
+            floor = 1.0
+            if rows and rows[0][0]:
+                lexemes, freqs = rows[0][0], rows[0][1]
+                shares = {str(w): float(f) for w, f in zip(lexemes, freqs, strict=False)}
+                floor = float(freqs[len(lexemes)]) if len(freqs) > len(lexemes) else min(shares.values())
+            self._lexemes = (now, shares, floor)
+        return self._lexemes[1], self._lexemes[2]
+
+    def _filtered(
+        self,
+        scope: WorkspaceScope,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        filters: NoteFilter | None,
+        progress: ProgressSink | None,
+    ) -> list[SearchHit]:
+        """Rule 6: the notes passing `filters`, newest first, ties by id; the rank is -modified_ns."""
+        workspace = str(scope.workspace)
+        within, bounds = _within(scope.regions)
+        tests, test_params = _filter_exists(filters)
+        page, page_params = "", []
+        if after is not None:
+            newest = -int(after[0])
+            page, page_params = (
+                " AND n.modified_ns <= ? AND (n.modified_ns < ? OR n.path > ?)",
+                [newest, newest, after[1]],
+            )
+        clause, params = within + tests + page, [*bounds, *test_params, *page_params]
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            for driver, driver_params in _drivers(filters, workspace):
+                ((kept,),) = db.execute(
+                    sql["filter_count"].format(driver=driver), [*driver_params, FILTER_FIRST_CAP]
+                )
+                if kept < FILTER_FIRST_CAP:  # few: read them all through their own index, then sort
+                    return db.execute(
+                        sql["filtered_few"].format(driver=driver, within=clause),
+                        [*driver_params, workspace, *params, limit],
+                    )
+            # many pass (or only times): walk the time index, test each, stop at the page's end
+            return db.execute(sql["filtered_walk"].format(within=clause), [workspace, *params, limit])
+
+        return [SearchHit(_note(row), (row[7], row[0])) for row in self._query(scope, run, progress)]
 
     def notes_by_id(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> list[Note]:
         return [self.read_note(scope, note_id).note for note_id in note_ids]
@@ -995,8 +1355,11 @@ class SqlNoteStore:
 
         return [TagCount(str(name), int(count)) for name, count in self._query(scope, run, notes=False)]
 
-    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
+    def links(
+        self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None
+    ) -> NoteLinks:
         workspace = str(scope.workspace)
+        resume, resume_at = ("", ()) if after is None else (" AND (l.source, l.seq) > (?, ?)", after)
         _inside(scope, note_id)
         self._current_links(workspace)
         within, bounds = _within(scope.regions, "l.source")
@@ -1008,7 +1371,9 @@ class SqlNoteStore:
             note, row_id = _note(rows[0]), rows[0][2]
             outgoing = db.execute(sql["links_out"], (row_id,))
             ((total,),) = db.execute(sql["backlinks_count"].format(within=within), (row_id, *bounds))
-            back = db.execute(sql["backlinks"].format(within=within), (row_id, *bounds, limit))
+            back = db.execute(
+                sql["backlinks"].format(within=within, resume=resume), (row_id, *bounds, *resume_at, limit)
+            )
             tags = [str(name) for (name,) in db.execute(sql["note_tag_names"], (row_id,))]
             anchors = _Anchors(self, db, scope)
             views = [
@@ -1028,8 +1393,10 @@ class SqlNoteStore:
                 for line, written, context, embed, path, anchor, target, via, style in outgoing
             ]
             backlinks = [
-                LinkView(source, title, line, written, context, bool(embed), path, anchor, note.id, None)
-                for source, title, line, written, context, embed, path, anchor, _ in back
+                LinkView(
+                    source, title, line, written, context, bool(embed), path, anchor, note.id, None, seq=seq
+                )
+                for source, title, line, written, context, embed, path, anchor, _, seq in back
             ]
         return NoteLinks(
             note,

@@ -47,6 +47,20 @@ deletes:
 Every row is derived again (`derived_version = NULL`), so an upgraded database fills the tables
 before its next query. Keys compare byte by byte on PostgreSQL (`COLLATE "C"`), so prefix ranges
 mean what they mean in SQLite.
+
+Step 4 (issue 25: the same answers on every store, and what notes mean):
+* words are Porter-stemmed everywhere (`notes.stemming`): SQLite's `notes_fts` is rebuilt with the
+  `porter` tokenizer; PostgreSQL's rows are derived again (`derived_version = NULL`), whose
+  `search` vectors now hold stems;
+* `notes_by_time (workspace, modified_ns DESC, path)` replaces `notes_by_modified`: the order of a
+  filters-only search and of `notes_recent` (newest first, ties by id), so both walk it and stop at
+  the page's end (`notes.sql` Rule 6);
+* `note_vectors`: a note's sections' vectors (`notes.vectors`), one row per chunk with its section,
+  the digest of the text it was computed from (an unchanged section keeps its vector) and `seq`,
+  which only grows, so a process holding the vectors in memory reads only the rows after the last
+  it saw; removed with their note by `notes_forget_facts`. `embedded_version` says which version
+  of the note they describe (PostgreSQL: the generated `unembedded`, for the planner, as `stale`);
+  `vector_models` which model computed a workspace's vectors (another model: all computed again).
 """
 
 from __future__ import annotations
@@ -393,6 +407,80 @@ _POSTGRES_KNOWLEDGE = f"""
     CREATE TRIGGER notes_back AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION notes_back();
 """
 
+_SQLITE_FORGET_FACTS = f"""
+    CREATE TRIGGER notes_forget_facts AFTER DELETE ON notes BEGIN
+        INSERT OR IGNORE INTO links_dirty (workspace, name_key, note_row)
+            SELECT OLD.workspace, OLD.name_key, 0 WHERE OLD.name_key IS NOT NULL
+            UNION SELECT workspace, alias_key, 0 FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_tags WHERE note_row = OLD.id;
+        DELETE FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_links WHERE note_row = OLD.id;
+        DELETE FROM note_properties WHERE note_row = OLD.id;
+        DELETE FROM note_vectors WHERE note_row = OLD.id;
+        INSERT OR REPLACE INTO notes_gone (workspace, path, title, gone_ns)
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["sqlite"]});
+        DELETE FROM notes_gone WHERE workspace = OLD.workspace
+            AND gone_ns < {_NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
+    END;
+"""
+
+_SQLITE_MEANING = f"""
+    DROP TABLE notes_fts;
+    CREATE VIRTUAL TABLE notes_fts USING fts5(
+        title, path, body, content = 'notes', content_rowid = 'id',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+    DROP INDEX notes_by_modified;
+    CREATE INDEX notes_by_time ON notes (workspace, modified_ns DESC, path);
+    ALTER TABLE notes ADD COLUMN embedded_version INTEGER;
+    CREATE INDEX notes_unembedded ON notes (workspace) WHERE embedded_version IS NOT version;
+    CREATE TABLE note_vectors (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, note_row INTEGER NOT NULL, workspace TEXT NOT NULL,
+        chunk INTEGER NOT NULL, section TEXT NOT NULL, digest TEXT NOT NULL, vector BLOB NOT NULL
+    );
+    CREATE INDEX note_vectors_by_note ON note_vectors (note_row);
+    CREATE INDEX note_vectors_by_seq ON note_vectors (workspace, seq);
+    CREATE TABLE vector_models (workspace TEXT PRIMARY KEY, model TEXT NOT NULL) WITHOUT ROWID;
+    DROP TRIGGER notes_forget_facts;
+    {_SQLITE_FORGET_FACTS}
+"""
+
+_POSTGRES_MEANING = f"""
+    UPDATE notes SET derived_version = NULL;
+    DROP INDEX notes_by_modified;
+    CREATE INDEX notes_by_time ON notes (workspace, modified_ns DESC, path);
+    ALTER TABLE notes
+        ADD COLUMN embedded_version bigint,
+        ADD COLUMN unembedded boolean GENERATED ALWAYS AS (embedded_version IS DISTINCT FROM version) STORED;
+    CREATE INDEX notes_unembedded ON notes (workspace) WHERE unembedded;
+    CREATE TABLE note_vectors (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note_row bigint NOT NULL, workspace text NOT NULL,
+        chunk integer NOT NULL, section text NOT NULL, digest text NOT NULL, vector bytea NOT NULL
+    );
+    CREATE INDEX note_vectors_by_note ON note_vectors (note_row);
+    CREATE INDEX note_vectors_by_seq ON note_vectors (workspace, seq);
+    CREATE TABLE vector_models (workspace text PRIMARY KEY, model text NOT NULL);
+    CREATE OR REPLACE FUNCTION notes_forget_facts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO links_dirty (workspace, name_key, note_row)
+            SELECT OLD.workspace, OLD.name_key, 0 WHERE OLD.name_key IS NOT NULL
+            UNION SELECT workspace, alias_key, 0 FROM note_aliases WHERE note_row = OLD.id
+            ON CONFLICT DO NOTHING;
+        DELETE FROM note_tags WHERE note_row = OLD.id;
+        DELETE FROM note_aliases WHERE note_row = OLD.id;
+        DELETE FROM note_links WHERE note_row = OLD.id;
+        DELETE FROM note_properties WHERE note_row = OLD.id;
+        DELETE FROM note_vectors WHERE note_row = OLD.id;
+        INSERT INTO notes_gone (workspace, path, title, gone_ns)
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["postgres"]})
+            ON CONFLICT (workspace, path) DO UPDATE SET title = excluded.title, gone_ns = excluded.gone_ns;
+        DELETE FROM notes_gone WHERE workspace = OLD.workspace
+            AND gone_ns < {_NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
+        RETURN OLD;
+    END $$;
+"""
+
 SQL_STORE_SCHEMA = SchemaComponent(
     "sql_store",
     tables=(
@@ -405,7 +493,9 @@ SQL_STORE_SCHEMA = SchemaComponent(
         "note_links",
         "links_dirty",
         "notes_gone",
+        "note_vectors",
+        "vector_models",
     ),
-    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH, _SQLITE_KNOWLEDGE),
-    postgres=(_POSTGRES_SEED, _POSTGRES_SEARCH, _POSTGRES_KNOWLEDGE),
+    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH, _SQLITE_KNOWLEDGE, _SQLITE_MEANING),
+    postgres=(_POSTGRES_SEED, _POSTGRES_SEARCH, _POSTGRES_KNOWLEDGE, _POSTGRES_MEANING),
 )

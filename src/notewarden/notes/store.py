@@ -32,21 +32,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from notewarden.ledger import LedgerTxn, SqlSession
 from notewarden.notes import links
 from notewarden.notes.change_log import Author, ChangeLog, Seen
 from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, NoteIdentity, content_version
+from notewarden.notes.snippets import snippet
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right, RightMissing
 from notewarden.scope.uri import FileUri
 
+if TYPE_CHECKING:
+    from notewarden.notes.vectors import Embedder, Vectors
+
 __all__ = [
+    "FILTER_FIRST_CAP",
     "MERGE_ATTEMPTS",
     "LinkView",
+    "MeaningHit",
     "Moved",
     "NoteChange",
     "NoteContent",
@@ -71,10 +77,33 @@ __all__ = [
 ]
 
 MERGE_ATTEMPTS = 3
+FILTER_FIRST_CAP = 1000
+"""A filters-only search (newest first) counts, up to this many, the notes its most selective indexed
+filter (a tag, a property, a folder) keeps: fewer, and it reads them all and sorts them; more, and it
+walks the notes newest first through the time index, testing each, and stops at the page's end. Both
+read O(page / share of notes kept) or O(this) rows, never every note."""
 """How often `rewrite_note` reads and rewrites again when another writer keeps changing the note."""
 
 ProgressSink = Callable[[float, float | None, str], None]
 """(done, total, message): called from the worker thread while a long operation runs."""
+
+
+def phased(sink: ProgressSink | None) -> tuple[ProgressSink | None, ProgressSink | None]:
+    """Two phases of one call (indexing, then embedding) told as one count that only grows: the
+    second goes on from the first's total (a client drops a count that goes back)."""
+    if sink is None:
+        return None, None
+    ended = 0.0
+
+    def first(done: float, total: float | None, message: str) -> None:
+        nonlocal ended
+        ended = max(ended, done if total is None else total)
+        sink(done, total, message)
+
+    def then(done: float, total: float | None, message: str) -> None:
+        sink(ended + done, None if total is None else ended + total, message)
+
+    return first, then
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +136,33 @@ class NoteContent:
         return content_version(self.data)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SearchHit:
     note: Note
-    snippet: str
     position: tuple[float, str]
-    """(rank, id): where the next page starts. Opaque to callers; a lower rank is a better match."""
+    """(rank, id): where the next page starts. Opaque to callers; a lower rank is a better match.
+    Without terms (filters only) the rank is the negated modification time in nanoseconds, an int."""
+    aliases: tuple[str, ...] = ()
+    """The note's front-matter aliases: a search ranks a note whose title or alias has the words first."""
+    text: str = ""
+    """The start of the note's text (`snippets.SNIPPET_SCAN_CHARS`), for its snippet."""
+    terms: tuple[str, ...] = ()
+
+    @cached_property
+    def snippet(self) -> str:
+        """Made when asked (`notes.snippets`): a search ranks many more hits than it shows."""
+        return snippet(self.text, self.terms) if self.text else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningHit:
+    """A note found by meaning (`notes.vectors`): the section closest to the question, and how close."""
+
+    note: Note
+    section: str
+    """Its heading path (`notes.sections`), which `notes_read {section}` accepts; "" before any heading."""
+    score: float
+    aliases: tuple[str, ...] = ()
 
 
 SearchMatch = Literal["all", "any"]
@@ -167,6 +217,8 @@ class LinkView:
     """How it resolved (`links` Rule 1): self, path, relative, name, alias; None: unresolved."""
     anchor_found: bool | None = None
     """Whether the target has the anchor; None when there is no anchor or no target."""
+    seq: int = 0
+    """The link's place among its note's links: with `source`, a backlink's key for paging."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +363,33 @@ def within_regions(column: str, regions: Sequence[str]) -> tuple[str, tuple[str,
 
 
 class NoteStore(Protocol):
+    def embed_pending(
+        self, scope: WorkspaceScope, embedder: Embedder, *, progress: ProgressSink | None = None
+    ) -> int:
+        """Compute the vectors of the workspace's notes written since theirs were (only those, and of
+        those only the sections that changed); how many notes were embedded (issue 25)."""
+        ...
+
+    def nearest(
+        self,
+        scope: WorkspaceScope,
+        embedder: Embedder,
+        query: Vectors,
+        *,
+        limit: int,
+        filters: NoteFilter | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> Sequence[MeaningHit]:
+        """The notes in the scope's reach, passing `filters` and not in `exclude`, whose best section
+        is closest to `query`, best first (vectors computed by `embed_pending`)."""
+        ...
+
+    def note_sections(
+        self, scope: WorkspaceScope, embedder: Embedder, note_id: str
+    ) -> Sequence[tuple[str, Vectors]]:
+        """A note's sections and their vectors (`NoteMissing` when it is not a note in the scope)."""
+        ...
+
     def list_notes(self, scope: WorkspaceScope) -> Sequence[Note]:
         """Every note inside the scope's subtree, sorted by id."""
         ...
@@ -382,8 +461,11 @@ class NoteStore(Protocol):
         """Tags starting with `prefix` (folded) with how many notes carry each, by tag, after `after`."""
         ...
 
-    def links(self, scope: WorkspaceScope, note_id: str, *, limit: int) -> NoteLinks:
-        """The note's outgoing links (resolved or not, embeds included) and up to `limit` backlinks."""
+    def links(
+        self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None
+    ) -> NoteLinks:
+        """The note's outgoing links (resolved or not, embeds included) and up to `limit` backlinks
+        from notes in reach, by (source, seq), after the backlink `after` (keyset paging)."""
         ...
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> Sequence[NoteChange]:

@@ -12,6 +12,7 @@ from notewarden.tools.notes_list import notes_list
 from notewarden.tools.notes_publish import notes_publish
 from notewarden.tools.notes_read import notes_read, notes_read_many
 from notewarden.tools.notes_search import notes_search
+from notewarden.tools.notes_similar import notes_similar
 from notewarden.tools.notes_trash import notes_restore, notes_trash_empty, notes_trash_list
 from notewarden.tools.registry import ToolDef
 
@@ -22,6 +23,7 @@ def note_tools(services: Services) -> list[ToolDef]:
     return [
         notes_list(services),
         notes_search(services),
+        notes_similar(services),
         notes_read(services),
         notes_read_many(services),
         notes_create(services),

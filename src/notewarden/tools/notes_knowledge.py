@@ -5,7 +5,7 @@
 * `notes_links`: a note with its tags and front matter (or why the front matter could not be read),
   its outgoing links as written, each resolved as Obsidian resolves it (`notes.links` Rule 1) or
   unresolved, with whether its anchor exists; its embeds apart; and the notes linking to it
-  (backlinks), each with the line that links, up to `limit`.
+  (backlinks), each with the line that links, a page at a time (`limit`, `nextCursor`: `tools.paging`).
 * `notes_recent`: the latest change of each note (created, modified, moved, deleted), newest
   first, since an optional instant. Created, moved and deleted are known from when the index
   saw them (notes changed while no server ran are seen at the next start); modified is the
@@ -37,6 +37,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_search import instant_ns
+from notewarden.tools.paging import cursor_key, listing_print, make_cursor
 from notewarden.tools.registry import (
     READ_ONLY,
     ToolCall,
@@ -179,9 +180,18 @@ class KnowledgeTools:
     async def links(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         limit = call.arguments.get("limit", BACKLINKS_DEFAULT)
+        note_id = call.arguments["noteId"]
+        print_ = listing_print("notes_links", scope.uri, note_id)
+        after: tuple[str, int] | None = None
+        if "cursor" in call.arguments:
+            source, seq = cursor_key(
+                call.arguments["cursor"], print_, made_by="notes_links", shape=(str, int)
+            )
+            after = (source, seq)
         found = await anyio.to_thread.run_sync(
-            functools.partial(self.services.store.links, scope, call.arguments["noteId"], limit=limit)
+            functools.partial(self.services.store.links, scope, note_id, limit=limit + 1, after=after)
         )
+        more = len(found.backlinks) > limit
         outgoing = [_link(scope, link) for link in found.outgoing if not link.embed]
         embeds = [_link(scope, link) for link in found.outgoing if link.embed]
         backlinks = [
@@ -194,24 +204,26 @@ class KnowledgeTools:
                 "written": link.written,
                 "embed": link.embed,
             }
-            for link in found.backlinks
+            for link in found.backlinks[:limit]
         ]
         note: dict[str, Any] = {**note_object(scope, found.note), "tags": list(found.tags)}
         if found.properties is not None:
             note["properties"] = found.properties
         if found.property_error is not None:
             note["propertyError"] = visible(found.property_error)
-        return complete(
-            {
-                "workspaceUri": str(scope.uri),
-                "note": note,
-                "links": outgoing,
-                "embeds": embeds,
-                "backlinks": backlinks,
-                "backlinksTotal": found.backlinks_total,
-                "backlinksTruncated": found.backlinks_total > len(backlinks),
-            }
-        )
+        structured: dict[str, Any] = {
+            "workspaceUri": str(scope.uri),
+            "note": note,
+            "links": outgoing,
+            "embeds": embeds,
+            "backlinks": backlinks,
+            "backlinksTotal": found.backlinks_total,
+            "backlinksTruncated": more,
+        }
+        if more:
+            last = found.backlinks[limit - 1]
+            structured["nextCursor"] = make_cursor([last.source, last.seq], print_)
+        return complete(structured)
 
     async def recent(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
@@ -328,14 +340,21 @@ def notes_links(services: Services) -> ToolDef:
             "Links of a note",
             "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
             "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
-            "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links. Read-only.",
+            "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links, "
+            f"{BACKLINKS_DEFAULT} a page by default (limit up to {BACKLINKS_MAX}; pass nextCursor back as "
+            "cursor for more). Read-only.",
             object_schema(
                 {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
                     "limit": {
                         **_limit(BACKLINKS_DEFAULT, BACKLINKS_MAX),
-                        "description": "Most backlinks shown.",
+                        "description": "Most backlinks on this page.",
+                    },
+                    "cursor": {
+                        "type": "string",
+                        "maxLength": 8192,
+                        "description": "nextCursor of the previous page: the backlinks that follow.",
                     },
                 },
                 ["workspaceUri", "noteId"],
@@ -362,7 +381,14 @@ def notes_links(services: Services) -> ToolDef:
                     "embeds": {"type": "array", "items": LINK_OBJECT},
                     "backlinks": {"type": "array", "items": BACKLINK_OBJECT},
                     "backlinksTotal": {"type": "integer", "minimum": 0},
-                    "backlinksTruncated": {"type": "boolean"},
+                    "backlinksTruncated": {
+                        "type": "boolean",
+                        "description": "More backlinks follow this page (then nextCursor is set).",
+                    },
+                    "nextCursor": {
+                        "type": "string",
+                        "description": "Present when more backlinks follow: pass it as cursor.",
+                    },
                 },
                 "required": [
                     "workspaceUri",

@@ -1,21 +1,25 @@
-"""`notes_search`: ranked full-text search over titles, paths and bodies, with filters and opaque
-cursors.
+"""`notes_search`: ranked search over titles, paths and bodies by words and, with a model, by
+meaning; with filters and opaque cursors.
 
 Rule 1: a query is words (`model.search_terms`: case-folded, stop words dropped, stemmed by the
-store). The hits that contain every word come first (mode `all_words`); when they are fewer than
-`limit`, the notes that contain some but not all of the words follow, best first (bm25 over the
-words they contain: the ranked fallback), and the result's `mode` is `any_words`. Each hit says
-whether it has every word (`allWords`). A query of one word has no fallback.
+store) and, when a model is configured (`notewarden.embeddings`), a question whose meaning is
+compared with each note's sections. The first hits fuse three rankings (`notes.ranking`: the store's
+words ranking, notes whose title or alias has the words, notes closest in meaning); the notes further
+down the words ranking follow (`notes.hybrid_search`). Each hit says what found it (`foundBy`:
+words, meaning or both), whether it has every word (`allWords`), and, when meaning found it, the
+section (`section`, as `notes_read {section}` takes it). `mode` is `all_words` when every hit shown
+has every word, else `any_words`; `ranking` says whether meaning took part and, when not, why.
 
 Rule 2: filters (`tags` all/any, with nested tags; `properties` equals/in/before/after on front
-matter; `modifiedAfter`/`modifiedBefore`; `folder`) narrow both phases; without a query they list
+matter; `modifiedAfter`/`modifiedBefore`; `folder`) narrow every ranking; without a query they list
 the notes that pass, newest first (mode `filters`).
 
 Rule 3: a page holds at most `limit` hits; `nextCursor` resumes after the last one. The cursor is
-that hit's phase and (rank, id) plus a fingerprint of the workspace, words and filters: keyset
-pagination, so a page never repeats a hit of an earlier page while the workspace is unchanged,
-and a cursor of another query is refused rather than silently misapplied. Every hit was re-checked
-on disk just before it was returned (`notes.index`, Rule 1): a deleted or moved note is never a hit.
+that hit's (phase, rank, id) plus a fingerprint of the workspace, words and filters, so a cursor of
+another query is refused rather than silently misapplied. The first hits are ranked again for every
+page: after a change in between, a note may move across the cursor (shown twice or not at all). Every
+hit was re-checked just before it was returned (`notes.index`, Rule 1): a deleted or moved note is
+never a hit.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from typing import Any
 
 import anyio.to_thread
 
+from notewarden.embeddings import EmbeddingFailed
+from notewarden.notes.hybrid_search import Page, Position, Shown, search_page
 from notewarden.notes.model import search_terms
-from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest, SearchHit, SearchMatch
+from notewarden.notes.store import NoteFilter, ProgressSink, PropertyTest
 from notewarden.scope.fs_errors import PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
@@ -67,9 +73,10 @@ INPUT_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "maxLength": 500,
             "pattern": r"\w",
-            "description": "What to find, as words or a question. Notes with every word (after dropping words such "
-            "as 'how' or 'the', and matching word forms: 'sharing' finds 'shared') come first; if there are too "
-            "few, notes with some of the words follow. Title matches rank highest. Optional when filters are given.",
+            "description": "What to find, as words or a question in your own words. Notes with the words (after "
+            "dropping words such as 'how' or 'the', and matching word forms: 'sharing' finds 'shared') and, when "
+            "the server has a model, notes that mean the same in other words are ranked together; title and "
+            "alias matches rank highest. Optional when filters are given.",
         },
         "tags": {
             "type": "object",
@@ -119,8 +126,20 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "words": {"type": "array", "items": {"type": "string"}, "description": "The words searched for."},
         "mode": {
             "enum": ["all_words", "any_words", "filters"],
-            "description": "all_words: every hit has every word; any_words: too few did, so notes with some "
-            "of the words follow them; filters: no query, notes passing the filters, newest first.",
+            "description": "all_words: every hit has every word; any_words: some hits have only some of the "
+            "words, or were found by meaning; filters: no query, notes passing the filters, newest first.",
+        },
+        "ranking": {
+            "type": "object",
+            "properties": {
+                "by": {
+                    "enum": ["words", "words_and_meaning"],
+                    "description": "Whether meaning took part in this search (a model is configured).",
+                },
+                "model": {"type": "string"},
+                "reason": {"type": "string", "description": "Why search answers this way."},
+            },
+            "required": ["by", "reason"],
         },
         "results": {
             "type": "array",
@@ -130,8 +149,18 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     **NOTE_OBJECT["properties"],
                     "snippet": {"type": "string", "description": "Matching words are in **bold**."},
                     "allWords": {"type": "boolean"},
+                    "foundBy": {
+                        "enum": ["words", "meaning", "both"],
+                        "description": "What found the note: its words, its meaning (a section close to the "
+                        "query), or both.",
+                    },
+                    "section": {
+                        "type": "string",
+                        "description": "The section that matched by meaning (Parent > Heading; pass it to "
+                        "notes_read as section); empty: the text before the first heading.",
+                    },
                 },
-                "required": [*NOTE_OBJECT["required"], "snippet", "allWords"],
+                "required": [*NOTE_OBJECT["required"], "snippet", "allWords", "foundBy"],
             },
         },
         "nextCursor": {"type": "string", "description": "Present when more results follow."},
@@ -139,24 +168,23 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     "required": ["workspaceUri", "mode", "words", "results"],
 }
 
-_PHASES: tuple[SearchMatch, ...] = ("all", "any")
-
 
 def fingerprint(workspace_uri: str, query: str) -> str:
     return hashlib.sha256(f"{workspace_uri}\0{query}".encode()).hexdigest()[:16]
 
 
-def encode_cursor(phase: int, position: tuple[float, str], print_: str) -> str:
-    raw = json.dumps([phase, position[0], position[1], print_], separators=(",", ":")).encode()
+def encode_cursor(position: Position, print_: str) -> str:
+    raw = json.dumps([*position, print_], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, print_: str) -> tuple[int, tuple[float, str]]:
+def decode_cursor(cursor: str, print_: str) -> Position:
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        phase, score, note_id, seen = raw
-        if seen == print_ and phase in (0, 1) and isinstance(score, float | int) and isinstance(note_id, str):
-            return phase, (float(score), note_id)
+        phase, rank, note_id, seen = raw
+        valid_rank = isinstance(rank, float | int) and not isinstance(rank, bool)
+        if seen == print_ and phase in (0, 1, 2, 3) and valid_rank and isinstance(note_id, str):
+            return phase, rank, note_id
     except (ValueError, TypeError, binascii.Error):
         pass
     raise ToolFailure(
@@ -232,50 +260,78 @@ class SearchTool:
             [terms, call.arguments.get("tags"), call.arguments.get("properties")], sort_keys=True
         )
         when = [call.arguments.get(k) for k in ("modifiedAfter", "modifiedBefore", "folder")]
-        print_ = fingerprint(str(scope.uri), shape + json.dumps(when))
-        phase, after = (
-            decode_cursor(call.arguments["cursor"], print_) if "cursor" in call.arguments else (0, None)
-        )
+        searching = self.services.search
+        embedder = searching.embedder if terms else None
+        meaning = [query, embedder.name] if embedder is not None else []  # the question's own words count
+        print_ = fingerprint(str(scope.uri), shape + json.dumps(when) + json.dumps(meaning))
+        after = decode_cursor(call.arguments["cursor"], print_) if "cursor" in call.arguments else None
 
-        def find(sink: ProgressSink | None) -> list[tuple[int, SearchHit]]:
-            store = self.services.store
-            hits: list[tuple[int, SearchHit]] = []
-            last_phase = 0 if len(terms) < 2 else 1
-            for current in range(phase, last_phase + 1):
-                want = limit + 1 - len(hits)
-                start = after if current == phase else None
-                found = store.search(
+        reason = searching.reason if terms else "filters only: newest first"
+
+        def find(sink: ProgressSink | None) -> Page:
+            nonlocal embedder, reason, print_
+            try:
+                return search_page(
+                    self.services.store,
                     scope,
                     terms,
-                    after=start,
-                    limit=want,
-                    progress=sink,
-                    match=_PHASES[current],
+                    query,
+                    embedder=embedder,
                     filters=filters,
+                    limit=limit,
+                    after=after,
+                    progress=sink,
                 )
-                hits += [(current, h) for h in found]
-                if len(hits) > limit:
-                    break
-            return hits
+            except EmbeddingFailed as failed:  # notewarden.embeddings Rule 3: words still answer
+                embedder, reason = None, f"by words only this time: {failed}"
+                print_ = fingerprint(str(scope.uri), shape + json.dumps(when))
+                return search_page(
+                    self.services.store,
+                    scope,
+                    terms,
+                    query,
+                    embedder=None,
+                    filters=filters,
+                    limit=limit,
+                    after=after,
+                    progress=sink,
+                )
 
         async with progress_sink(call.report_progress) as sink:
-            hits = await anyio.to_thread.run_sync(find, sink)
-        shown = hits[:limit]
-        mode = "filters" if not terms else "any_words" if any(p for p, _ in shown) else "all_words"
+            page = await anyio.to_thread.run_sync(find, sink)
+        shown = page.hits
+        mode = "filters" if not terms else "all_words" if all(s.hit.all_words for s in shown) else "any_words"
+        ranking: dict[str, Any] = {
+            "by": "words_and_meaning" if embedder is not None else "words",
+            "reason": reason,
+        }
+        if embedder is not None:
+            ranking["model"] = embedder.name
         structured: dict[str, Any] = {"workspaceUri": str(scope.uri)}
         if query is not None:
             structured["query"] = query
         structured |= {
             "words": terms,
             "mode": mode,
-            "results": [
-                {**note_object(scope, h.note), "snippet": h.snippet, "allWords": p == 0} for p, h in shown
-            ],
+            "ranking": ranking,
+            "results": [_result(scope, s) for s in shown],
         }
-        if len(hits) > limit:
-            last_phase, last = shown[-1]
-            structured["nextCursor"] = encode_cursor(last_phase, last.position, print_)
+        if page.more and shown:
+            structured["nextCursor"] = encode_cursor(shown[-1].position, print_)
         return complete(structured)
+
+
+def _result(scope: WorkspaceScope, shown: Shown) -> dict[str, Any]:
+    hit = shown.hit
+    found: dict[str, Any] = {
+        **note_object(scope, hit.note),
+        "snippet": hit.snippet,
+        "allWords": hit.all_words,
+        "foundBy": hit.found_by,
+    }
+    if hit.section is not None:
+        found["section"] = hit.section
+    return found
 
 
 def notes_search(services: Services) -> ToolDef:
@@ -283,10 +339,11 @@ def notes_search(services: Services) -> ToolDef:
         tool=declare(
             "notes_search",
             "Search notes",
-            "Search a workspace (or a folder inside it) by words or a question, in titles, paths and "
-            "bodies, and/or filter by tags, front-matter properties, modification time and folder. Best matches "
-            "first, with a snippet each; mode says whether every hit has every word. Pass nextCursor back as "
-            "cursor for more. Read-only.",
+            "Search a workspace (or a folder inside it) by words or a question in your own words, in titles, "
+            "paths and bodies (and by meaning when the server has a model: ranking says), and/or filter by tags, "
+            "front-matter properties, modification time and folder. Best matches first, with a snippet each, what "
+            "found it (foundBy) and the matching section; mode says whether every hit has every word. Pass "
+            "nextCursor back as cursor for more. Read-only.",
             INPUT_SCHEMA,
             OUTPUT_SCHEMA,
             **READ_ONLY,

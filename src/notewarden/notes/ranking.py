@@ -1,0 +1,143 @@
+"""How a search's rankings become one list (issue 25): reciprocal rank fusion of three rankings.
+
+Rule 1 (the rankings), each best first:
+
+| ranking   | what is in it                                                      | order                             |
+|-----------|--------------------------------------------------------------------|-----------------------------------|
+| `every`   | the store's full-text hits with every word                         | the store's (bm25 / ts_rank)      |
+| `some`    | the store's full-text hits with some of the words                  | the store's                       |
+| `names`   | the notes of the others whose title or an alias has query words    | most words, then the share of the name's words covered, then the words rankings |
+| `meaning` | the notes whose best section is closest to the question (a model)  | cosine similarity                 |
+
+`names` is what makes a title match outrank body matches: "frontmatter properties" finds notes with
+both words in their text, but the note titled "Properties" is first in `names`. A word of a name
+matches a query term as the full-text index would (stemmed; the term a prefix).
+
+Rule 2 (fusion): a note's score is the sum over the rankings it is in of `weight / (K + rank)`, rank
+from 1 (reciprocal rank fusion), ties by id; a `names` entry's weight is also multiplied by the
+share of the query's terms its name has (one word of six is weak evidence, one of one is strong).
+Ranks, not scores, are fused: bm25, `ts_rank` and cosine similarity are on scales that do not
+compare, and ranks make the stores agree. A note with only some of the words weighs a tenth of one
+with all of them: on questions in other words, one common word ("home", "week") is noise that
+meaning should outrank. The weights and `K` were chosen by hand on both question sets of
+bench/relevance (`bench/search_quality.py`; docs/performance.md has the tables with and without the
+model).
+
+Rule 3 (what found it): a hit says whether words (it is in `every` or `some`), meaning (in `meaning`)
+or both found it; `allWords` is true only for a note with every word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from notewarden.notes.derived import stemmed_words
+from notewarden.notes.model import Note
+from notewarden.notes.store import SearchHit
+
+__all__ = ["WEIGHTS", "Candidate", "Fused", "K", "fuse", "name_match"]
+
+K = 5
+WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0, "meaning": 1.5}
+
+FoundBy = Literal["words", "meaning", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A note one ranking found."""
+
+    note: Note
+    aliases: tuple[str, ...] = ()
+    hit: SearchHit | None = None
+    """The store's hit, for its snippet (made only for the hits shown)."""
+    all_words: bool = False
+    section: str | None = None
+    """The section meaning found it in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    note: Note
+    score: float
+    found_by: FoundBy
+    all_words: bool
+    hit: SearchHit | None
+    section: str | None
+    snippet: str = ""
+
+
+@lru_cache(maxsize=16384)
+def _name_stems(name: str) -> list[str]:
+    return stemmed_words(name)
+
+
+def name_match(terms: Sequence[str], names: Sequence[str]) -> tuple[int, float]:
+    """(query terms some word of one name starts with, the share of that name's words they cover),
+    best over the names (Rule 1)."""
+    stems = [s for s in (stemmed_words(t) for t in terms) if s]
+    best = (0, 0.0)
+    for name in names:
+        words = _name_stems(name)
+        if not words:
+            continue
+        matched = [t for t in stems if any(w.startswith(t[0]) for w in words)]
+        covered = sum(1 for w in words if any(w.startswith(t[0]) for t in stems))
+        best = max(best, (len(matched), covered / len(words)))
+    return best
+
+
+def fuse(
+    terms: Sequence[str],
+    words: Sequence[Candidate],
+    meaning: Sequence[Candidate],
+) -> list[Fused]:
+    """Rule 2: `words` (every word first, then some) and `meaning` fused with `names`, best first."""
+    by_id: dict[str, Candidate] = {}
+    for candidate in (*words, *meaning):
+        by_id.setdefault(candidate.note.id, candidate)
+    word_hits = {c.note.id: c for c in reversed(words)}
+    meaning_hits = {c.note.id: c for c in reversed(meaning)}
+    every = [c for c in words if c.all_words]
+    some = [c for c in words if not c.all_words]
+    ranks: dict[str, dict[str, int]] = {
+        "every": {c.note.id: i for i, c in enumerate(every, 1)},
+        "some": {c.note.id: i for i, c in enumerate(some, 1)},
+        "meaning": {c.note.id: i for i, c in enumerate(meaning, 1)},
+    }
+    word_rank = {c.note.id: i for i, c in reversed(list(enumerate(words, 1)))}
+    far = len(by_id) + 1
+    named = []
+    for note_id, candidate in by_id.items():
+        count, share = name_match(terms, (candidate.note.title, *candidate.aliases))
+        if count:
+            order = (-count, -share, word_rank.get(note_id, far), ranks["meaning"].get(note_id, far))
+            named.append((order, note_id, count))
+    ranks["names"] = {note_id: i for i, (_, note_id, _) in enumerate(sorted(named), 1)}
+    name_share = {note_id: count / max(len(terms), 1) for _, note_id, count in named}
+    fused = []
+    for note_id, candidate in by_id.items():
+        score = 0.0
+        for ranking, ranked in ranks.items():
+            if note_id in ranked:
+                weight = WEIGHTS[ranking] * (name_share[note_id] if ranking == "names" else 1.0)
+                score += weight / (K + ranked[note_id])
+        word_hit, meaning_hit = word_hits.get(note_id), meaning_hits.get(note_id)
+        found_by: FoundBy = (
+            "both" if word_hit is not None and meaning_hit is not None else "words" if word_hit else "meaning"
+        )
+        fused.append(
+            Fused(
+                candidate.note,
+                score,
+                found_by,
+                word_hit.all_words if word_hit is not None else False,
+                word_hit.hit if word_hit is not None else None,
+                meaning_hit.section if meaning_hit is not None else None,
+            )
+        )
+    fused.sort(key=lambda f: (-f.score, f.note.id))
+    return fused
