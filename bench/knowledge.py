@@ -20,7 +20,8 @@ links: each note links three others (`[[name]]`, `[[folder/name#Heading|text]]`,
 Markdown link), has two tags (one nested), a heading and a block id; one note in a hundred also
 links the hub note. Each folder gets a fresh state directory (or a fresh database) and the shipped
 tools, called in process. Measured over REPEATS warm calls after one warm-up: the first call (the index build),
-notes_tags, notes_links of an ordinary note and of the hub (backlinks: 1% of the notes, 50 shown),
+notes_tags, notes_links of an ordinary note, of the hub (backlinks: 1% of the notes, 50 shown) and
+of a note with 20 anchored links (each `[[…#Details]]` of another note: goal <= 5 ms p50 at any size),
 notes_recent (20 newest), notes_search with a question whose words all appear in 8 notes
 ("how does the zeppelin fly": stop words dropped, "fly" stemmed), and with three common words
 whose all-words hits are too few, so the ranked fallback ranks every note with any of them: that
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
@@ -53,6 +55,9 @@ from notewarden.transfer import import_folder
 SIZES = (1000, 10_000, 100_000)
 STORES = ("files", "postgres")
 HUB = "d0000/n000000.md"
+ANCHORED_NOTE = "anchored.md"
+ANCHORED = 20
+"""A note with 20 anchored links, each to another note's `## Details` (issue 26: <= 5 ms p50)."""
 DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/nw_knowledge_bench"
 PG_WORKSPACE = "file:///bench-knowledge/notes"
 
@@ -71,6 +76,8 @@ def add_links(folder: Path, count: int) -> None:
         )
         with path.open("a") as note:
             note.write(extra)
+    anchored = [f"- [[d{t // PER_DIR:04}/n{t:06}#Details]] ^a{t}" for t in rng.sample(range(count), ANCHORED)]
+    (folder / ANCHORED_NOTE).write_text("# Anchored\n\n" + "\n".join(anchored) + "\n")
 
 
 def build_files(folder: Path, state: Path) -> tuple[float, Services, str]:
@@ -134,6 +141,7 @@ def measure(count: int, base: Path, store: str, database_url: str) -> dict[str, 
         "tags": ("notes_tags", {"workspaceUri": ws}),
         "links": ("notes_links", {"workspaceUri": ws, "noteId": "d0005/n000512.md"}),
         "links_hub": ("notes_links", {"workspaceUri": ws, "noteId": HUB}),
+        "links_anchored": ("notes_links", {"workspaceUri": ws, "noteId": ANCHORED_NOTE}),
         "recent": ("notes_recent", {"workspaceUri": ws}),
         "question": ("notes_search", {"workspaceUri": ws, "query": "how does the zeppelin fly"}),
         "fallback_common": ("notes_search", {"workspaceUri": ws, "query": " ".join(words)}),
@@ -143,12 +151,14 @@ def measure(count: int, base: Path, store: str, database_url: str) -> dict[str, 
         assert not result.is_error, result
         row[key] = latency(lambda name=name, arguments=arguments: call(registry, name, arguments))
     hub = call(registry, "notes_links", calls["links_hub"][1]).structured_content
+    anchored = call(registry, "notes_links", calls["links_anchored"][1]).structured_content["links"]
+    assert len(anchored) == ANCHORED and all(link.get("anchorFound") for link in anchored), anchored[:2]
     row["hub_backlinks"] = hub["backlinksTotal"]
     services.close()
     return row
 
 
-KEYS = ("tags", "links", "links_hub", "recent", "question", "fallback_common")
+KEYS = ("tags", "links", "links_hub", "links_anchored", "recent", "question", "fallback_common")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -184,6 +194,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     stores = args.store or list(STORES)
     rows: dict[str, list[dict[str, Any]]] = {store: [] for store in stores}
+    load_before = os.getloadavg()  # the machine's load (1, 5, 15 min): p50s on a busy machine run high
     with tempfile.TemporaryDirectory(prefix="nw-bench-") as tmp:
         for count in args.sizes:
             for store in stores:
@@ -199,10 +210,22 @@ def main(argv: list[str]) -> int:
     print(text)
     RESULTS.mkdir(exist_ok=True)
     name = "knowledge" + (f"-{args.label}" if args.label else "")
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "label": args.label}
+    meta = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "label": args.label,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
     (RESULTS / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     command = "`.venv/bin/python -m bench.knowledge " + " ".join(argv) + "`"
-    (RESULTS / f"{name}.md").write_text(f"# bench/knowledge.py\n\n{command}\n\n{text}\n")
+    load = "load average before {0[0]:.2f}, {0[1]:.2f}, {0[2]:.2f}; after {1[0]:.2f}, {1[1]:.2f}, {1[2]:.2f}".format(
+        meta["load_before"], meta["load_after"]
+    )
+    (RESULTS / f"{name}.md").write_text(
+        f"# bench/knowledge.py\n\n{command}\n\n{os.cpu_count()} CPUs; {load}\n\n{text}\n"
+    )
     return 0
 
 

@@ -36,8 +36,8 @@ CLIENT_STEPS = [  # (keys typed, what the screen shows next): a delete confirmat
     (["title"], "title:"),
     (["TPS report"], "Enter to call"),
     ([], "[a]ccept and fill in"),
-    (["a"], "note_id [1-3]"),
-    (["2"], "confirm [y/N]"),
+    (["a"], "Note to delete [1-3]"),
+    (["2"], "Yes, move the selected note to the trash [y/N]"),
     (["y"], "send it?"),
 ]
 
@@ -46,7 +46,7 @@ def write_config(root: Path, notes: Path, target: RecordingTarget) -> Path:
     config = root / "notewarden.toml"
     config.write_text(
         f'state_dir = "{root / "state"}"\n[[workspace]]\nuri = "file://{notes}"\n'
-        f'[[principal]]\nid = "alice"\nworkspaces = ["file://{notes}"]\n'
+        f'[[principal]]\nid = "alice"\nworkspaces = ["file://{notes}"]\nrights = ["owner"]\n'
         f'token_sha256 = ["{hashlib.sha256(TOKEN.encode()).hexdigest()}"]\n[stdio]\nprincipal = "alice"\n'
         f'[publish]\n[[publish.target]]\nid = "blog"\ntitle = "Team blog"\nurl = "{target.url}"\nauth = "bearer"\n'
     )

@@ -1,10 +1,12 @@
 """`notewarden demo`: a sample workspace, a real server process, the official SDK client.
 
-Each checkpoint of the confirmed-delete flow is printed as it happens: discovery, the
-tool list, round 1 (`input_required` with the form and a sealed state), the checks that
-refuse (missing capability, hostile URI, changed arguments), round 2 (accept → trash),
-a replay, decline and cancel; then a small edit with its diff receipt, and its revert; last, a
-read-only assistant: shown only the read tools, and refused a delete naming the right it lacks.
+A walkthrough for a person, each step told as it happens in plain words (what was asked, what
+the server answered, its own messages quoted): discovery, the tools, the delete that asks first
+(the form and its sealed state), the refusals (no form support, a URI outside the workspace,
+changed arguments, a second use), the confirmed delete into the trash, cancel and decline; then
+a small edit with its diff and its revert; last, a read-only assistant, shown only the read tools
+and refused a delete. It ends with a short summary of what it showed. No protocol field names and
+no Python values are printed: the protocol is the tests' business (tests/wire/test_demo.py).
 """
 
 from __future__ import annotations
@@ -54,11 +56,6 @@ def write_sample_workspace(directory: Path) -> Path:
 
 def text_of(result: types.CallToolResult) -> str:
     return " ".join(block.text for block in result.content if isinstance(block, types.TextContent))
-
-
-def say(step: str, text: str) -> None:
-    head = f"[{step}]"
-    print(head, textwrap.indent(text, " " * (len(head) + 1)).lstrip(), flush=True)
 
 
 async def pick_oldest_tps(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -140,13 +137,32 @@ async def running_server(transport: str, workspace: Path, state: Path) -> AsyncI
         proc.wait(timeout=10)
 
 
+def step(number: int, title: str, *lines: str) -> None:
+    """One step of the walkthrough: a numbered heading, then what happened, in plain words."""
+    print(f"\n{number}. {title}", flush=True)
+    for line in lines:
+        print(textwrap.indent(line, "   "), flush=True)
+
+
+SUMMARY = """What you saw:
+  * A delete asks the person first: a form lists every note that matches, and only the one they
+    pick is deleted, once. A client that cannot show forms is refused.
+  * The workspace URI is checked before anything is touched: no way out with /../, no neighbour.
+  * An answer is sealed to its own question: changed arguments or a second use are refused.
+  * Deleted notes wait in the workspace trash (notes_restore brings them back).
+  * Every edit keeps the version before it; notes_revert brings it back byte for byte.
+  * A read-only assistant is shown only the tools that read, and its delete is refused."""
+
+
 async def walkthrough(transport: str, root: Path) -> None:
     workspace = write_sample_workspace(root / "notes")
     state = root / "state"
     state.mkdir(exist_ok=True)
     uri = f"file://{workspace}"
-    print(f"notewarden demo: a confirmed delete, end to end ({transport})")
-    print(f"workspace {uri}: {len(SAMPLE_NOTES)} notes, three titled like “TPS report”\n")
+    print(f"notewarden demo: a walkthrough of a confirmed delete, over {transport}")
+    print(
+        f"A sample workspace of {len(SAMPLE_NOTES)} notes in {workspace}; three are titled like “TPS report”."
+    )
 
     async with (
         running_server(transport, workspace, state) as connect,
@@ -154,27 +170,30 @@ async def walkthrough(transport: str, root: Path) -> None:
     ):
         discovered = client.session.discover_result
         assert discovered is not None, "mode='auto' probes server/discover first"
-        caps = ", ".join(discovered.capabilities.model_dump(exclude_none=True))
-        say(
-            "1 discover",
-            f"server/discover → supportedVersions={discovered.supported_versions}, capabilities: {caps}\n"
-            f"cache: ttlMs={discovered.ttl_ms} cacheScope={discovered.cache_scope}",
+        offers = ", ".join(discovered.capabilities.model_dump(exclude_none=True))
+        step(
+            1,
+            "The client finds the server",
+            f"It asks server/discover: protocol {', '.join(discovered.supported_versions)}; the server offers "
+            f"{offers}.",
         )
 
         listing = await client.list_tools()
-        lines = [
-            f"{t.name}: readOnlyHint={t.annotations.read_only_hint} destructiveHint={t.annotations.destructive_hint}"
-            for t in listing.tools
-            if t.annotations
-        ]
-        say(
-            "2 tools/list",
-            "\n".join(lines) + f"\ncache: ttlMs={listing.ttl_ms} cacheScope={listing.cache_scope}",
+        reading = [t.name for t in listing.tools if t.annotations and t.annotations.read_only_hint]
+        asking = [t.name for t in listing.tools if t.annotations and t.annotations.destructive_hint]
+        adding = [t.name for t in listing.tools if t.name not in reading + asking]
+        step(
+            2,
+            f"It is shown {len(listing.tools)} tools",
+            f"{len(reading)} only read: {', '.join(reading)}.",
+            f"{len(asking)} may overwrite or remove what is there: {', '.join(asking)}.",
+            f"{len(adding)} add without removing anything: {', '.join(adding)}.",
         )
 
         notes = await client.call_tool("notes_list", {"workspaceUri": uri})
         rows = notes.structured_content["notes"]
-        say("3 notes_list", "\n".join(f"{n['id']:<28} {n['title']}" for n in rows))
+        titles = {n["id"]: n["title"] for n in rows}
+        step(3, "The notes, as notes_list shows them", *(f"{n['id']:<28} {n['title']}" for n in rows))
 
         args = {"workspaceUri": uri, "title": "TPS report"}
         first = await client.session.call_tool("notes_delete", args, allow_input_required=True)
@@ -182,34 +201,45 @@ async def walkthrough(transport: str, root: Path) -> None:
         form = first.input_requests["delete_choice"].params
         assert isinstance(form, types.ElicitRequestFormParams)
         choices = form.requested_schema["properties"]["note_id"]["oneOf"]
-        say(
-            "4 round 1",
-            f"resultType=input_required, inputRequests.delete_choice = form elicitation\n"
-            f"message: {form.message}\n"
-            + "\n".join(f"  ( ) {c['title']}" for c in choices)
-            + f"\n  [ ] {form.requested_schema['properties']['confirm']['title']}"
-            + f"\nrequestState: {len(first.request_state)} bytes, AES-GCM sealed, opaque to the client",
+        step(
+            4,
+            "“Delete the TPS report”: the server asks which one before it deletes anything",
+            "notes_delete answers with a form for the person, not with a deletion:",
+            f"  {form.message}",
+            *(f"  ( ) {c['title']}" for c in choices),
+            f"  [ ] {form.requested_schema['properties']['confirm']['title']}",
+            f"With it comes a sealed state ({len(first.request_state)} bytes, encrypted): the client sends it "
+            "back with the answer, and cannot read or change it.",
         )
 
         async with connect() as plain:
             try:
                 await plain.call_tool("notes_delete", args)
             except MCPError as exc:
-                say(
-                    "5 capability",
-                    f"a request without elicitation.form → error {exc.code}: {exc.message}\ndata: {exc.data}",
+                step(
+                    5,
+                    "A client that cannot show forms is refused",
+                    f"A client that did not say it can show forms asks the same: refused, nothing deleted "
+                    f"(error {exc.code}).",
+                    f"“{exc.message}”",
                 )
 
         hostile = await client.call_tool(
             "notes_delete", {"workspaceUri": uri + "/%2e%2e/etc", "title": "passwd"}
         )
-        say("6 scope", f"workspaceUri …/%2e%2e/etc → isError={hostile.is_error}: {text_of(hostile)}")
         outside = await client.call_tool("notes_delete", {"workspaceUri": uri + "-evil", "title": "x"})
-        say("6 scope", f"workspaceUri …notes-evil → isError={outside.is_error}: {text_of(outside)}")
+        step(
+            6,
+            "Nothing outside the workspace can be named",
+            f"…/notes/%2e%2e/etc (a way up): {'refused' if hostile.is_error else 'ALLOWED'}. “{text_of(hostile)}”",
+            f"…/notes-evil (a neighbour): {'refused' if outside.is_error else 'ALLOWED'}. “{text_of(outside)}”",
+        )
 
-        picked = next(c["const"] for c in choices if "2019" in c["title"])
+        picked = next(c for c in choices if "2019" in c["title"])
         accept: types.InputResponses = {
-            "delete_choice": types.ElicitResult(action="accept", content={"note_id": picked, "confirm": True})
+            "delete_choice": types.ElicitResult(
+                action="accept", content={"note_id": picked["const"], "confirm": True}
+            )
         }
         try:
             await client.session.call_tool(
@@ -220,7 +250,11 @@ async def walkthrough(transport: str, root: Path) -> None:
                 allow_input_required=True,
             )
         except MCPError as exc:
-            say("7 binding", f"same state, changed title → error {exc.code}: {exc.message}")
+            step(
+                7,
+                "An answer counts only for its own question",
+                f"The sealed state sent back with another title: refused (error {exc.code}, “{exc.message}”).",
+            )
 
         done = await client.session.call_tool(
             "notes_delete",
@@ -230,13 +264,16 @@ async def walkthrough(transport: str, root: Path) -> None:
             allow_input_required=True,
         )
         assert isinstance(done, types.CallToolResult)
-        say(
-            "8 round 2",
-            f"accept {picked} + confirm → resultType=complete: {text_of(done)}\n"
-            f"structuredContent: {done.structured_content}",
+        trash = sorted(
+            p.name for p in (workspace / ".notewarden-trash").iterdir() if not p.name.startswith("~")
         )
-        trash = sorted(p.name for p in (workspace / ".notewarden-trash").iterdir())
-        say("8 trash", f"{workspace.name}/.notewarden-trash: {', '.join(trash)}")
+        step(
+            8,
+            f"The person picks “{titles[picked['const']]}” and confirms",
+            text_of(done),
+            f"It waits in the workspace trash, {workspace.name}/.notewarden-trash/{', '.join(trash)}, until "
+            "the trash is emptied (notes_restore brings it back).",
+        )
 
         replay = await client.session.call_tool(
             "notes_delete",
@@ -246,7 +283,11 @@ async def walkthrough(transport: str, root: Path) -> None:
             allow_input_required=True,
         )
         assert isinstance(replay, types.CallToolResult)
-        say("9 replay", f"the same accepted state again → isError={replay.is_error}: {text_of(replay)}")
+        step(
+            9,
+            "A confirmation is used once",
+            f"The same answer sent again: {'refused' if replay.is_error else 'ACCEPTED'}. “{text_of(replay)}”",
+        )
 
         again = await client.session.call_tool("notes_delete", args, allow_input_required=True)
         assert isinstance(again, types.InputRequiredResult)
@@ -259,7 +300,6 @@ async def walkthrough(transport: str, root: Path) -> None:
             allow_input_required=True,
         )
         assert isinstance(cancelled, types.CallToolResult)
-        say("10 cancel", text_of(cancelled))
         decline: types.InputResponses = {"delete_choice": types.ElicitResult(action="decline")}
         declined = await client.session.call_tool(
             "notes_delete",
@@ -269,7 +309,6 @@ async def walkthrough(transport: str, root: Path) -> None:
             allow_input_required=True,
         )
         assert isinstance(declined, types.CallToolResult)
-        say("10 decline", f"the cancelled state answered again with decline → {text_of(declined)}")
         after = await client.session.call_tool(
             "notes_delete",
             args,
@@ -278,25 +317,34 @@ async def walkthrough(transport: str, root: Path) -> None:
             allow_input_required=True,
         )
         assert isinstance(after, types.CallToolResult)
-        say("10 terminal", f"accept after decline → isError={after.is_error}: {text_of(after)}")
+        step(
+            10,
+            "Cancel, then decline, then a late accept",
+            f"Cancelled: “{text_of(cancelled)}”",
+            f"The same question answered again, declined: “{text_of(declined)}”",
+            f"An accept after the decline: {'refused' if after.is_error else 'ACCEPTED'}. “{text_of(after)}”",
+        )
 
         whole = await client.call_tool("notes_delete", {"workspaceUri": uri, "title": "TPS draft"})
-        say(
-            "11 SDK driver",
-            f"Client.call_tool with an elicitation callback drives both rounds: {text_of(whole)}",
+        step(
+            11,
+            "A client can leave both rounds to the SDK",
+            "Client.call_tool with a callback that shows the form (here it picks the draft at once):",
+            text_of(whole),
         )
         await edit_and_revert(client, uri, workspace)
-        async with connect(read_only=True, elicitation_callback=pick_oldest_tps) as reading:
-            await read_only(reading, uri, transport)
+        async with connect(read_only=True, elicitation_callback=pick_oldest_tps) as reading_client:
+            await read_only(reading_client, uri, transport)
 
     remaining = sorted(
         str(p.relative_to(workspace)) for p in workspace.rglob("*.md") if ".notewarden" not in str(p)
     )
-    print(f"\nnotes left in the workspace: {', '.join(remaining)}")
+    print(f"\n{SUMMARY}")
+    print(f"Notes left in the workspace: {', '.join(remaining)}.")
 
 
 async def edit_and_revert(client: Client, uri: str, workspace: Path) -> None:
-    """A small anchored edit, its receipt (diff included), and the revert that undoes it."""
+    """A small anchored edit, its diff, and the revert that undoes it."""
     note = "meetings/standup.md"
     original = (workspace / note).read_bytes()
     edits = [
@@ -305,19 +353,21 @@ async def edit_and_revert(client: Client, uri: str, workspace: Path) -> None:
     ]
     edited = await client.call_tool("notes_edit", {"workspaceUri": uri, "noteId": note, "edits": edits})
     receipt = edited.structured_content or {}
-    say(
-        "12 edit",
-        f"notes_edit {note}: replace + append → {receipt['before']['size']} → {receipt['after']['size']} bytes, "
-        f"changed lines {[(c['newStart'], c['newLines']) for c in receipt['changes']]}\n{receipt['diff']}"
-        f"previousVersionId: {receipt['previousVersionId']}",
+    step(
+        12,
+        f"A small edit of {note}, and its diff",
+        f"notes_edit replaces one line and appends another ({receipt['before']['size']} → "
+        f"{receipt['after']['size']} bytes); the answer shows what changed:",
+        receipt["diff"].rstrip("\n"),
     )
     back = {"workspaceUri": uri, "noteId": note, "versionId": receipt["previousVersionId"]}
-    reverted = await client.call_tool("notes_revert", back)
+    await client.call_tool("notes_revert", back)
     same = (workspace / note).read_bytes() == original
-    say(
-        "13 revert",
-        f"notes_revert to {back['versionId']} → the note is back byte for byte: {same}\n"
-        + (reverted.structured_content or {}).get("diff", "").rstrip("\n"),
+    step(
+        13,
+        "Undone with notes_revert",
+        "The version before the edit was kept; notes_revert brings it back: "
+        + ("the note is back byte for byte." if same else "the note DIFFERS from before."),
     )
 
 
@@ -325,16 +375,16 @@ async def read_only(client: Client, uri: str, transport: str) -> None:
     """A read-only assistant: the tools it is shown, and a delete it asks for anyway."""
     how = "serve --read-only" if transport == "stdio" else "a token made with --rights reader"
     listing = await client.list_tools()
-    say(
-        "14 read-only",
-        f"{how}: tools/list shows {len(listing.tools)} tools, each needing only read: "
-        + ", ".join(t.name for t in listing.tools),
-    )
     refused = await client.call_tool("notes_delete", {"workspaceUri": uri, "title": "TPS"})
     error = (refused.structured_content or {}).get("error", {})
-    say(
-        "14 read-only",
-        f"notes_delete anyway → isError={refused.is_error} {error.get('code')}: {text_of(refused)}",
+    step(
+        14,
+        f"A read-only assistant ({how})",
+        f"It is shown {len(listing.tools)} tools, each of which only reads: "
+        + ", ".join(t.name for t in listing.tools)
+        + ".",
+        f"It asks for a delete anyway: {'refused' if refused.is_error else 'ACCEPTED'} ({error.get('code')}). "
+        f"“{text_of(refused)}”",
     )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "KeyReportingCodec",
     "SealingKeyError",
     "SealingKeys",
+    "key_file_problem",
     "key_id",
     "keys_from_env",
     "load_or_create_keys",
@@ -47,7 +48,13 @@ _KEY_ID_BYTES = 4
 
 
 class SealingKeyError(ValueError):
-    pass
+    """What is wrong with the sealing keys and its fix: `serve` says both in one line, `notewarden
+    doctor` shows them as its FAIL and its fix (the same words)."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; fix: {fix}")
+        self.problem = problem
+        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +95,19 @@ def load_or_create_keys(state_dir: Path) -> SealingKeys:
             pass
         finally:
             tmp.unlink()
-    if path.stat().st_mode & 0o077:
-        raise SealingKeyError(f"{path} is readable by other users; chmod 600 it")
+    if (problem := key_file_problem(path)) is not None:
+        raise problem
     return SealingKeys(_parse(path.read_text(encoding="ascii"), str(path)), f"file {path}", created)
+
+
+def key_file_problem(path: Path) -> SealingKeyError | None:
+    """A key file other users can read (they could forge confirmations); None when it is fine or absent."""
+    if path.exists() and path.stat().st_mode & 0o077:
+        return SealingKeyError(f"{path} is readable by other users", f"chmod 600 {path}")
+    return None
+
+
+_KEY_FIX = "each key is 64 hex digits or more, keys separated by commas; openssl rand -hex 32 makes one"
 
 
 def _parse(text: str, where: str) -> list[bytes]:
@@ -99,12 +116,12 @@ def _parse(text: str, where: str) -> list[bytes]:
         try:
             key = bytes.fromhex(line.strip())
         except ValueError:
-            raise SealingKeyError(f"{where}: sealing keys must be hex strings") from None
+            raise SealingKeyError(f"{where}: sealing keys must be hex strings", _KEY_FIX) from None
         if len(key) < 32:
-            raise SealingKeyError(f"{where}: each sealing key needs at least 32 bytes (64 hex digits)")
+            raise SealingKeyError(f"{where}: each sealing key needs at least 32 bytes", _KEY_FIX)
         keys.append(key)
     if not keys:
-        raise SealingKeyError(f"{where}: no sealing key found")
+        raise SealingKeyError(f"{where}: no sealing key found", _KEY_FIX)
     return keys
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -77,7 +78,14 @@ def trash_reports(config: Config) -> list[TrashReport | str]:
 def run_takeover(config: Config, folder: str) -> int:
     workspace = _configured(config, folder)
     if workspace is None or not config.storage.workspaces_are_directories:
-        print(f"notewarden: {folder} is not a workspace folder of this configuration")
+        folders = (
+            ", ".join(w.path for w in config.workspaces) if config.storage.workspaces_are_directories else ""
+        )
+        print(
+            f"notewarden: {folder} is not a workspace folder of {config.source or 'this configuration'}; "
+            f"configured: {folders or 'none (its notes are kept in a database)'}",
+            file=sys.stderr,
+        )
         return 2
     ledger = open_ledger(config)
     try:

@@ -6,16 +6,19 @@ environment); assertions read what the terminal shows and what happened on disk.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port, start_http_server
+from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, free_port, sha256, start_http_server
 from tests.wire.publishing import RecordingTarget, add_publish_config
 
 TPS_2019 = "reports/tps-2019.md"
@@ -87,12 +90,12 @@ def test_list_call_pick_confirm_and_see_the_result(host: pexpect.spawn, deployme
     assert "1) TPS report — draft" in form and "2) TPS report 2019 (old) — reports/tps-2019.md" in form
     assert "Yes, move the selected note to the trash" in form
     host.sendline("a")
-    host.expect(r"note_id \[1-3\]")
+    host.expect(r"Note to delete \[1-3\]")
     host.sendline("9")
     host.expect("enter a number from 1 to 3")  # refused before anything is sent
-    host.send("\x15")  # Ctrl-U: clear the line, as a person would
+    host.expect(r"Note to delete \[1-3\]:")  # asked again, on an empty line
     host.sendline("2")
-    host.expect(r"confirm \[y/N\]")
+    host.expect(r"Yes, move the selected note to the trash \[y/N\]")
     host.sendline("y")
     host.expect("You answer:")
     host.expect("send it?")
@@ -134,9 +137,9 @@ def test_a_cancelled_confirmation_is_answered_again(host: pexpect.spawn, deploym
     host.expect("Note to delete")
     host.expect(r"\[a\]ccept and fill in")
     host.sendline("a")
-    host.expect(r"note_id \[1-3\]")
+    host.expect(r"Note to delete \[1-3\]")
     host.sendline("2")
-    host.expect(r"confirm \[y/N\]")
+    host.expect(r"Yes, move the selected note to the trash \[y/N\]")
     host.sendline("y")
     host.expect("send it?")
     host.sendline("a")
@@ -151,7 +154,7 @@ def test_a_cancelled_confirmation_is_answered_again(host: pexpect.spawn, deploym
 def test_ctrl_c_while_filling_the_form_cancels(host: pexpect.spawn, deployment: Deployment) -> None:
     call_delete(host, deployment)
     host.sendline("a")
-    host.expect(r"note_id \[1-3\]")
+    host.expect(r"Note to delete \[1-3\]")
     host.sendcontrol("c")
     host.expect("→ cancel")
     host.expect("Cancelled: nothing")
@@ -164,13 +167,14 @@ def test_only_required_arguments_are_asked_and_the_only_workspace_is_the_default
 ) -> None:
     host.sendline("call notes_list")
     host.expect(rf"workspaceUri = {deployment.notes_uri} \(the only workspace granted to you\)")
+    host.expect(r"optional cursor, limit \(name to set, Enter to call\)")
+    host.sendline("")
     host.expect(TPS_2019)
     host.expect("mcp>")
     host.sendline("call notes_delete")
     host.expect(r"optional title, noteIds \(name to set, Enter to call\)")
     host.sendline("nope")
     host.expect("type one of: title, noteIds")
-    host.send("\x15")
     host.sendline("title")
     host.expect("title:")
     host.sendline("stand-up")
@@ -261,3 +265,135 @@ def test_url_mode_shows_the_full_url_and_asks_before_opening(deployment: Deploym
     finally:
         server.stop()
         target.stop()
+
+
+# --- issue 26: results for reading, Tab, titles, examples, the only workspace, URL mode, a 401 --------
+
+ANSI_BOLD_YELLOW = "\x1b[1;33m"
+
+
+def leave(child: pexpect.spawn) -> None:
+    """Quit at the prompt `result_of` has just seen."""
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def result_of(child: pexpect.spawn) -> str:
+    """What the last call showed, from its result line to the next prompt."""
+    child.expect("── result")
+    child.expect("mcp>")
+    return str(child.before).replace("\r\n", "\n")
+
+
+def test_results_are_rendered_for_reading_and_json_on_request(
+    host: pexpect.spawn, deployment: Deployment
+) -> None:
+    (deployment.notes / "reports/tps-2019.md").write_text(
+        "---\ntitle: TPS report 2019 (old)\naliases:\n  - old tps\n---\n# Cover\n\nCover sheet **missing**.\n\n- one\n- two\n"
+    )
+    host.sendline('call notes_search {"query": "TPS report"}')  # the only workspace filled in, JSON too
+    host.expect(rf"workspaceUri = {deployment.notes_uri} \(the only workspace granted to you\)")
+    search = result_of(host)
+    assert " 1. " in search and " 2. " in search, "a ranked list"
+    assert "reports/tps-2019.md" in search and "TPS report 2019 (old)" in search
+    assert f"{ANSI_BOLD_YELLOW}TPS\x1b[0m" in search, "the matched words highlighted"
+    assert '"results"' not in search and '{"' not in search, "not JSON"
+
+    host.sendline('call notes_read {"noteId": "reports/tps-2019.md"}')
+    note = result_of(host)
+    assert "│ aliases: old tps" in note, "front matter as key: value"
+    assert "\x1b[1m# Cover\x1b[0m" in note and "\x1b[1mmissing\x1b[0m" in note, "headings and emphasis drawn"
+    assert "• one" in note and "• two" in note and "**" not in note and "---" not in note
+
+    edit = {"noteId": "todo.md", "edits": [{"op": "append", "text": "- more staples"}]}
+    host.sendline(f"call notes_edit {json.dumps(edit)}")
+    diff = result_of(host)
+    assert "\x1b[32m+- more staples\x1b[0m" in diff and "\x1b[36m@@ " in diff, "the diff coloured"
+
+    host.sendline('call notes_history {"noteId": "todo.md"}')
+    history = result_of(host)
+    assert re.search(r"versionId\s+savedAt\s+principal\s+tool\s+summary", history), "a table"
+    assert re.search(r"\d{8}T\d{6}-\w+\s+\d{4}-\d\d-\d\dT[\d:]+Z\s+alice\s+notes_edit\s+append", history)
+    leave(host)
+
+    raw = spawn(["--stdio", stdio_server(deployment), "--json"])
+    raw.sendline("call notes_list {}")
+    shown = result_of(raw)
+    assert '"notes": [' in shown and '"id": "todo.md"' in shown, "--json: the raw result"
+    leave(raw)
+
+
+def test_tab_completes_commands_tool_names_and_note_ids(host: pexpect.spawn) -> None:
+    host.send("ca\t")  # call
+    host.send("notes_lis\t")  # notes_list
+    host.send("\r")
+    host.expect(r"optional cursor, limit \(name to set, Enter to call\)")
+    host.send("\r")
+    assert "drafts/tps-report-draft.md" in result_of(host)
+    host.sendline("call notes_read")
+    host.expect(r"Tab completes note ids")
+    host.send("meet\t")  # meetings/standup.md, the server's completion
+    host.send("\r")
+    host.expect(r"optional .* \(name to set, Enter to call\)")
+    host.send("\r")
+    result = result_of(host)
+    assert "Stand-up notes" in result and "Nothing about TPS." in result
+    leave(host)
+
+
+def test_a_list_is_asked_with_an_example_and_taken_comma_separated(host: pexpect.spawn) -> None:
+    host.sendline("call notes_read_many")
+    host.expect(r"e\.g\. first, second \(comma-separated\) or \[\"first\", \"second\"\]")
+    host.sendline("todo.md, meetings/standup.md")
+    host.expect(r"optional maxChars \(name to set, Enter to call\)")
+    host.sendline("")
+    result = result_of(host)
+    assert "buy a stapler" in result and "Stand-up notes" in result
+    assert "Nothing about TPS." in result and "noteId" not in result, "each note drawn whole, not a table"
+    leave(host)
+
+
+def test_url_mode_waits_until_the_page_is_done(deployment: Deployment) -> None:
+    target = RecordingTarget().start()
+    add_publish_config(deployment, target)
+    server = start_http_server(deployment.config, deployment.root / "server.log")
+    try:
+        browser = {"BROWSER": "echo"}  # webbrowser runs $BROWSER URL: the "browser" shows what it was given
+        child = spawn(["--url", server.url, "--token-env", "NW_T"], env={"NW_T": ALICE_TOKEN, **browser})
+        child.sendline(f'call notes_publish {{"noteId": "{TPS_2019}", "target": "blog"}}')
+        child.expect(r"\[o\]pen it in a browser / \[a\]ccept, I will open it myself")
+        child.sendline("o")
+        child.expect(rf"http://127\.0\.0\.1:{server.port}/connect/[A-Za-z0-9_-]{{24}}\r?\n")  # from echo
+        child.expect("Opened in your browser.")
+        child.expect("press Enter when you are done there")
+        child.expect(r"done\? \[Enter\] / \[c\]ancel")
+        child.sendline("c")
+        child.expect("→ cancel")
+        quit_host(child)
+        assert target.received == []
+    finally:
+        server.stop()
+        target.stop()
+
+
+def test_a_token_revoked_mid_session_is_said_with_what_to_do(deployment: Deployment) -> None:
+    server = start_http_server(deployment.config, deployment.root / "server.log")
+    try:
+        child = spawn(["--url", server.url, "--token-env", "NW_T"], env={"NW_T": ALICE_TOKEN})
+        child.sendline("list")
+        child.expect("notes_list")
+        child.expect("mcp>")
+        text = deployment.config.read_text().replace(sha256(ALICE_TOKEN), sha256("another token"))
+        deployment.config.write_text(text)
+        stamp = time.time() + 5
+        os.utime(deployment.config, (stamp, stamp))
+        child.sendline("call notes_list {}")
+        child.expect(r"401: the server no longer accepts the token in \$NW_T \(revoked, or expired\)")
+        child.expect("notewarden token add NAME")
+        shown = str(child.before)
+        assert "JSON-RPC" not in shown and "-32603" not in shown
+        quit_host(child)
+    finally:
+        server.stop()

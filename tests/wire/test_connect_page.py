@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from notewarden.demo import write_sample_workspace
 from tests.conftest import ALICE_TOKEN, Deployment, HttpServer, start_http_server
 from tests.wire.publishing import CHROMIUM, CHROMIUM_FLAGS, RecordingTarget, add_publish_config
-from tests.wire.rawhttp import RawMcp
+from tests.wire.rawhttp import RawMcp, meta
 
 URL_MODE = {"elicitation": {"url": {}}}
 CREDENTIAL = "blog-credential-" + "k" * 16
@@ -83,7 +83,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     target = RecordingTarget(location="/posts/42").start()
     add_publish_config(deployment, target)
     with deployment.config.open("a") as config:  # one target per test: a stored credential skips the page
-        for extra in ("decline", "style", "evil"):
+        for extra in ("decline", "style", "evil", "nameless"):
             config.write(
                 f'[[publish.target]]\nid = "{extra}"\ntitle = "Team blog"\nurl = "{target.url}"\nauth = "bearer"\n'
             )
@@ -96,6 +96,23 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             browser.close()
             server.stop()
             target.stop()
+
+
+def test_a_client_that_sends_only_its_sdks_default_name_is_shown_as_nameless(site: Site) -> None:
+    """The Python SDK sends clientInfo name "mcp" when the app gives none: not the app's name."""
+    placeholder = {"io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"}}
+    reply = site.client().request(
+        "tools/call",
+        {
+            "name": "notes_publish",
+            "arguments": site.args("reports/tps-2019.md", "nameless"),
+            "_meta": meta(URL_MODE, **placeholder),
+        },
+    )
+    page = site.signed_in_page(link_of(reply.result))
+    asked = page.inner_text("#asked-by")
+    assert asked.startswith("an app that did not name itself") and "default name" in asked, asked
+    page.context.close()
 
 
 def link_of(result: dict[str, Any]) -> str:

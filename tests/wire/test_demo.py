@@ -11,26 +11,28 @@ import pytest
 from notewarden.scope.note_paths import TRASH_DIR_NAME
 
 CHECKPOINTS = [
-    "[1 discover] server/discover → supportedVersions=['2026-07-28']",
-    "[4 round 1] resultType=input_required",
-    "[5 capability] a request without elicitation.form → error -32021",
-    "[6 scope] workspaceUri …/%2e%2e/etc → isError=True",
-    "[7 binding] same state, changed title → error -32602",
-    "[8 round 2] accept reports/tps-2019.md + confirm → resultType=complete",
-    "[9 replay] the same accepted state again → isError=True",
-    "[10 cancel] Cancelled: nothing was deleted",
-    "[10 terminal] accept after decline → isError=True",
-    "[11 SDK driver]",
-    "[12 edit] notes_edit meetings/standup.md: replace + append",
-    "-Nothing about TPS.",
-    "+Still nothing about TPS.",
-    "+- Atlas shipped",
-    "[13 revert] notes_revert to ",
-    "the note is back byte for byte: True",
-    "[14 read-only]",
-    "tools/list shows 9 tools, each needing only read: notes_history, notes_links, notes_list,",
-    "notes_delete anyway → isError=True right_missing: notes_delete needs the right delete",
+    "1. The client finds the server\n   It asks server/discover: protocol 2026-07-28;",
+    "4. “Delete the TPS report”: the server asks which one before it deletes anything",
+    "     ( ) TPS report 2019 (old) — reports/tps-2019.md",
+    "5. A client that cannot show forms is refused",
+    "refused, nothing deleted (error -32021)",
+    "…/notes/%2e%2e/etc (a way up): refused.",
+    "…/notes-evil (a neighbour): refused.",
+    "The sealed state sent back with another title: refused (error -32602",
+    "8. The person picks “TPS report 2019 (old)” and confirms\n   Moved “TPS report 2019 (old)”",
+    "The same answer sent again: refused.",
+    "Cancelled: “Cancelled: nothing was deleted",
+    "An accept after the decline: refused.",
+    "11. A client can leave both rounds to the SDK",
+    "12. A small edit of meetings/standup.md, and its diff",
+    "   -Nothing about TPS.\n   +Still nothing about TPS.\n   +- Atlas shipped",
+    "notes_revert brings it back: the note is back byte for byte.",
+    "14. A read-only assistant",
+    "tools, each of which only reads: notes_history, notes_links, notes_list,",
+    "It asks for a delete anyway: refused (right_missing). “notes_delete needs the right delete",
+    "What you saw:\n  * A delete asks the person first",
 ]
+REPRS = ("[(", "{'", "['", "=True", "=False", "resultType", "requestState:", "structuredContent", "isError")
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -45,7 +47,11 @@ def test_demo_walks_through_every_checkpoint(tmp_path: Path, transport: str) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     for checkpoint in CHECKPOINTS:
         assert checkpoint in done.stdout, f"missing {checkpoint!r} in:\n{done.stdout}"
-    assert "notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md" in done.stdout
+    for trace in REPRS:  # a walkthrough for a person: no Python values, no protocol field names
+        assert trace not in done.stdout, f"{trace!r} in:\n{done.stdout}"
+    assert done.stdout.rstrip().endswith(
+        "Notes left in the workspace: meetings/standup.md, reports/tps-2026-q3.md, todo.md."
+    ), "it ends with the summary"
     if transport == "http":  # what it served and with which token, so a person can try it by hand
         assert "HTTP server: http://127.0.0.1:" in done.stdout and "/notewarden.toml" in done.stdout
         assert "bearer token (principal demo; the config holds only its SHA-256): nw_" in done.stdout

@@ -156,9 +156,21 @@ def test_init_writes_a_config_and_every_entry_parses(
     cursor = json.loads(entries["Cursor (HTTP)"])["mcpServers"]["notes"]
     assert cursor == {"url": url, "headers": {"Authorization": "Bearer ${env:NOTEWARDEN_TOKEN}"}}
     assert shlex.split(entries["Claude Code (HTTP)"]) == [
-        "claude", "mcp", "add", "--transport", "http", "notes", url,
-        "--header", "Authorization: Bearer $NOTEWARDEN_TOKEN",
+        "claude", "mcp", "add", "--scope", "project", "--transport", "http", "notes", url,
+        "--header", "Authorization: Bearer ${NOTEWARDEN_TOKEN}",
     ]  # fmt: skip
+    # run as printed, in a shell where the token is set: `claude` is given the reference, not the token
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "claude").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$0.argv"\n')
+    (fake / "claude").chmod(0o755)
+    subprocess.run(
+        ["sh", "-c", entries["Claude Code (HTTP)"]],
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "NOTEWARDEN_TOKEN": token},
+        check=True,
+    )
+    given = (fake / "claude.argv").read_text()
+    assert token not in given and "Authorization: Bearer ${NOTEWARDEN_TOKEN}" in given
 
     for name, env in (
         ("TypeScript SDK (@modelcontextprotocol/client 2.x)", home.env),
@@ -225,7 +237,9 @@ def test_doctor_passes_a_fresh_config_and_names_each_fix(home: Home) -> None:
     home.notes.rename(home.root / "moved")
     status, report = doctor(home)
     assert status == 1
-    assert f"FAIL  workspace      {home.notes} does not exist" in report
+    assert f"FAIL  workspace      {home.config}: [[workspace]] #1" in report
+    assert f"the folder {home.notes} does not exist" in report
+    assert report.count("  FAIL  ") == 1, "no second failure for the same folder"
     assert f"fix: mkdir -p {home.notes}" in report
     (home.root / "moved").rename(home.notes)
 
@@ -269,7 +283,7 @@ async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) ->
 
 READ_TOOLS = {
     "notes_list", "notes_search", "notes_read", "notes_read_many", "notes_history", "notes_tags",
-    "notes_links", "notes_recent", "notes_trash_list",
+    "notes_links", "notes_recent", "notes_trash_list", "notes_similar",
 }  # fmt: skip
 
 

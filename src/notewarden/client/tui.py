@@ -13,23 +13,28 @@ Rules for what the person sees and types:
    multi-select as comma-separated numbers, booleans as y/n, numbers and strings with
    their constraints checked before anything is sent; a blank optional field takes its
    default or is left out. The answer is summed up with the choices' titles, not their ids.
-3. URL mode shows the full URL and asks before opening it; accepting only tells the
-   server the person agreed to go there.
+3. URL mode shows the full URL and asks before opening it; then waits until the person says
+   they are done with the page (Enter), so the server is answered once the page is finished.
 4. Every text that comes from the server goes through `display.visible` (format and control
    characters escaped) and is wrapped at word boundaries to the terminal's width. A result is
-   printed once: its text, or its structured content when it has no text.
+   printed once, rendered for reading (`client.render`: a search as a ranked list, a note as
+   Markdown, a diff coloured, lists of records as tables); `--json` prints the raw result.
 5. `call NAME` asks for the required arguments only; optional ones are offered by name and
    skipped unless asked. A `workspaceUri` defaults to the only workspace the server grants
-   (its one `file:` resource template).
+   (its one `file:` resource template), with `call NAME {JSON}` too. A field is named by its
+   title; a list is asked with an example; a note id completes with Tab (the server's
+   completions), as do commands and tool names. A bad entry is said, and asked again afresh.
 6. The client drives the multi round-trip rounds itself, so a cancelled confirmation that the
    server says may be answered again (`retriableUntil`) can be: `again`.
 7. A failure names its cause ("401: token not accepted by …", "cannot reach …", "server
-   exited: <its last stderr line>"), never an exception group. Nothing is written to disk:
-   a stdio server's stderr goes to an unnamed temporary file, read back only to explain an exit.
+   exited: <its last stderr line>"), never an exception group; a token refused in the middle of
+   a session says so and what to do. Nothing is written to disk: a stdio server's stderr goes to
+   an unnamed temporary file, read back only to explain an exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,9 +44,10 @@ import sys
 import tempfile
 import textwrap
 import webbrowser
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -51,22 +57,36 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from prompt_toolkit import PromptSession
-from prompt_toolkit.validation import ValidationError, Validator
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 
+from notewarden.client.render import Style, render_result, style_for
 from notewarden.display import visible, visible_line
 
 __all__ = ["FieldQuestion", "describe_failure", "field_question", "run_client"]
 
-HELP = """commands:
+HELP = """commands (Tab completes commands, tool names and note ids):
   list                      list the server's tools
   call NAME [JSON]          call a tool; without JSON you are asked for its required arguments
   again                     answer the last cancelled confirmation again
   help                      this text
   quit                      leave (also Ctrl-D)"""
+COMMANDS = ("list", "call", "again", "help", "quit")
+NOTE_ID_ARGUMENTS = frozenset({"noteId"})
 ANSWER_KEYS = {"a": "accept", "d": "decline", "c": "cancel"}
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
+
+
+def _mirrors(text: str, structured: Mapping[str, Any] | None) -> bool:
+    """A text block that is the structured content again, as JSON (tools send both)."""
+    if structured is None or not text.lstrip().startswith("{"):
+        return False
+    try:
+        return bool(json.loads(text) == structured)
+    except ValueError:
+        return False
 
 
 class Cancelled(Exception):
@@ -153,7 +173,7 @@ def field_question(name: str, schema: Mapping[str, Any], required: bool) -> Fiel
 
         hint = "numbers, comma-separated" if multi else f"1-{len(options)}"
         shown = f", default {default}" if default is not None else ""
-        return FieldQuestion(lines, f"{name} [{hint}{shown}]: ", pick)
+        return FieldQuestion(lines, f"{title} [{hint}{shown}]: ", pick)
 
     if kind == "boolean":
 
@@ -168,7 +188,7 @@ def field_question(name: str, schema: Mapping[str, Any], required: bool) -> Fiel
             raise ValueError("answer y or n")
 
         shown = "Y/n" if default is True else "y/N" if default is False else "y/n"
-        return FieldQuestion(lines, f"{name} [{shown}]: ", yes_no)
+        return FieldQuestion(lines, f"{title} [{shown}]: ", yes_no)
 
     if kind in ("number", "integer"):
         minimum, maximum = schema.get("minimum"), schema.get("maximum")
@@ -192,7 +212,7 @@ def field_question(name: str, schema: Mapping[str, Any], required: bool) -> Fiel
             if (minimum is not None or maximum is not None)
             else ""
         )
-        return FieldQuestion(lines, f"{name} [{kind}{bounds}]: ", number)
+        return FieldQuestion(lines, f"{title} [{kind}{bounds}]: ", number)
 
     fmt = schema.get("format")
     low_len, high_len = schema.get("minLength"), schema.get("maxLength")
@@ -212,18 +232,65 @@ def field_question(name: str, schema: Mapping[str, Any], required: bool) -> Fiel
         return text
 
     extra = ", ".join(x for x in (fmt, f"{low_len}-{high_len} chars" if low_len or high_len else "") if x)
-    return FieldQuestion(lines, f"{name} [{extra or 'text'}]: ", string)
+    return FieldQuestion(lines, f"{title} [{extra or 'text'}]: ", string)
 
 
-class _ParseValidator(Validator):
-    def __init__(self, parse: Callable[[str], Any]) -> None:
-        self._parse = parse
+_SAMPLES = {"string": "text", "integer": 1, "number": 1.5, "boolean": True}
 
-    def validate(self, document: Any) -> None:
-        try:
-            self._parse(document.text)
-        except ValueError as exc:
-            raise ValidationError(cursor_position=len(document.text), message=str(exc)) from None
+
+def example_of(schema: Mapping[str, Any]) -> Any:
+    """A value a person can copy and change: its required members, each with a sample (Rule 5)."""
+    for key in ("oneOf", "anyOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return example_of(schema[key][0])
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items") or {}
+        if items.get("type") == "string" and not items.get("enum"):
+            return ["first", "second"]
+        return [example_of(items)]
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        wanted = schema.get("required") or list(props)[:2]
+        return {name: example_of(props.get(name) or {}) for name in wanted}
+    return _SAMPLES.get(str(kind), "value")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+class HostCompleter(Completer):
+    """Tab: commands and tool names at the prompt, note ids (the server's completions) when asked
+    for one (Rule 5)."""
+
+    def __init__(self, host: TerminalHost) -> None:
+        self.host = host
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        return iter(())
+
+    async def get_completions_async(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> AsyncGenerator[Completion, None]:
+        before = document.text_before_cursor
+        if self.host.completing_note is not None:
+            for note_id in await self.host.note_ids(self.host.completing_note, before):
+                yield Completion(note_id, start_position=-len(before))
+            return
+        words = before.split(" ")
+        if len(words) == 1:
+            options: list[str] = [c for c in COMMANDS if c.startswith(words[0])]
+        elif len(words) == 2 and words[0] == "call":
+            options = [t for t in self.host.tool_names if t.startswith(words[1])]
+        else:
+            options = []
+        for option in options:  # a command or a tool name is followed by what comes next
+            yield Completion(option + " ", start_position=-len(words[-1]), display=option)
 
 
 @dataclass
@@ -239,8 +306,47 @@ class PendingAnswer:
 @dataclass
 class TerminalHost:
     out: TextIO = sys.stdout
-    session: PromptSession[str] = field(default_factory=PromptSession)
+    session: PromptSession[str] | None = None
     retriable: PendingAnswer | None = None
+    raw_json: bool = False
+    """`--json`: results printed as the server sent them (Rule 4)."""
+    style: Style = field(default_factory=lambda: style_for(sys.stdout))
+    client: Client | None = None
+    tool_names: list[str] = field(default_factory=list)
+    completing_note: str | None = None
+    """The workspace whose note ids Tab completes, while a note id is asked for."""
+    token_env: str | None = None
+    trace: HttpTrace | None = None
+
+    def __post_init__(self) -> None:
+        if self.session is None:
+            self.session = PromptSession(completer=HostCompleter(self), complete_while_typing=False)
+
+    async def note_ids(self, workspace: str, prefix: str) -> list[str]:
+        """The server's completions of a note id in `workspace` (a resource template's `noteId`)."""
+        client = self.client
+        if (
+            client is None
+            or client.server_capabilities is None
+            or client.server_capabilities.completions is None
+        ):
+            return []
+        try:
+            listing = await client.list_resource_templates()
+            templates = [t.uri_template for t in listing.resource_templates if "{+noteId}" in t.uri_template]
+            mine = [t for t in templates if t.startswith(workspace + "/")]
+            candidates = mine or [t for t in templates if t.startswith("{+workspaceUri}")]
+            if not candidates:
+                return []
+            template = candidates[0]
+            found = await client.complete(
+                types.ResourceTemplateReference(type="ref/resource", uri=template),
+                {"name": "noteId", "value": prefix},
+                {"workspaceUri": workspace},
+            )
+        except MCPError:
+            return []
+        return list(found.completion.values)
 
     def say(self, text: str = "") -> None:
         """Rule 4: wrapped at word boundaries to the terminal width, keeping each line's indent."""
@@ -261,18 +367,25 @@ class TerminalHost:
         self.say(visible(text))
 
     async def ask(self, prompt: str, parse: Callable[[str], Any] | None = None) -> str:
-        try:
-            # always pass a validator: prompt_toolkit keeps the last one given to the session
-            validator = _ParseValidator(parse or str)
-            return await self.session.prompt_async(prompt, validator=validator, validate_while_typing=False)
-        except (KeyboardInterrupt, EOFError):
-            raise Cancelled from None
+        """Rule 5: a refused entry is said under it, and the question asked again on an empty line."""
+        assert self.session is not None
+        while True:
+            try:
+                text = await self.session.prompt_async(prompt)
+            except (KeyboardInterrupt, EOFError):
+                raise Cancelled from None
+            try:
+                (parse or str)(text)
+            except ValueError as exc:
+                self.say(f"  ↳ {exc}")
+                continue
+            return text
 
     async def choose_action(self, prompt: str, keys: Mapping[str, str]) -> str:
         def parse(text: str) -> str:
             key = text.strip().lower()[:1]
             if key not in keys:
-                raise ValueError("press one of: " + ", ".join(keys))
+                raise ValueError("press one of: " + ", ".join(k or "Enter" for k in keys))
             return keys[key]
 
         try:
@@ -296,12 +409,22 @@ class TerminalHost:
             "[o]pen it in a browser / [a]ccept, I will open it myself / [d]ecline / [c]ancel: ",
             {"o": "open", **ANSWER_KEYS},
         )
-        if action == "open":
-            opened = webbrowser.open(params.url)
+        if action in ("open", "accept"):
+            opened = action == "open" and webbrowser.open(params.url)
+            if action == "open":
+                self.say(
+                    "Opened in your browser."
+                    if opened
+                    else "No browser could be started: open the URL yourself."
+                )
             self.say(
-                "Opened in your browser." if opened else "No browser could be started; open the URL yourself."
+                "Finish on that page, then come back: press Enter when you are done there (c to cancel). "
+                "The server is told only then."
             )
-            action = "accept"
+            done = await self.choose_action(
+                "done? [Enter] / [c]ancel: ", {"": "accept", "c": "cancel", "d": "decline"}
+            )
+            action = done
         self.say(f"→ {action}")
         return types.ElicitResult(action=action)  # type: ignore[arg-type]
 
@@ -349,6 +472,7 @@ class TerminalHost:
 
     async def list_tools(self, client: Client) -> None:
         listing = await client.list_tools()
+        self.tool_names = [t.name for t in listing.tools]
         for tool in listing.tools:
             notes = []
             if tool.annotations is not None and tool.annotations.destructive_hint:
@@ -375,10 +499,22 @@ class TerminalHost:
         workspaces = [r for r in roots if r.startswith("file://")]
         return workspaces[0] if len(workspaces) == 1 else None
 
-    async def ask_one(self, name: str, schema: Mapping[str, Any], required: bool) -> Any:
+    async def ask_one(
+        self, name: str, schema: Mapping[str, Any], required: bool, workspace: str | None = None
+    ) -> Any:
+        """Rule 5: one argument, named by its title; a list or an object with an example to copy."""
         kind = schema.get("type")
+        title = visible_line(str(schema.get("title") or name))
         description = f" — {visible(str(schema['description']))}" if schema.get("description") else ""
-        self.say(f"{name}{'*' if required else ''} ({kind or 'json'}){description}")
+        kinds = {"array": "a list", "object": "an object", "string": "text", "integer": "a whole number"}
+        self.say(f"{title}{'*' if required else ''} ({kinds.get(str(kind), kind or 'JSON')}){description}")
+        example = example_of(schema) if kind in ("array", "object") else None
+        plain_list = kind == "array" and all(isinstance(v, str) for v in example or [])
+        if example is not None:
+            shown = ", ".join(example) + " (comma-separated) or " if plain_list else ""
+            self.say(f"  e.g. {shown}{_compact(example)}")
+        if name in NOTE_ID_ARGUMENTS and workspace is not None:
+            self.say("  (Tab completes note ids)")
 
         def parse(text: str) -> Any:
             if not text.strip():
@@ -387,12 +523,23 @@ class TerminalHost:
                 return None
             if kind == "string":
                 return text
+            if plain_list and not text.lstrip().startswith("["):
+                return [part.strip() for part in text.split(",") if part.strip()]
             try:
                 return json.loads(text)
             except ValueError:
-                raise ValueError(f"enter JSON for a {kind or 'value'}") from None
+                wanted = (
+                    f"JSON like {_compact(example)}"
+                    if example is not None
+                    else f"JSON for {kinds.get(str(kind), 'a value')}"
+                )
+                raise ValueError(f"enter {wanted}") from None
 
-        return parse(await self.ask(f"{name}{'*' if required else ''}: ", parse))
+        self.completing_note = workspace if name in NOTE_ID_ARGUMENTS else None
+        try:
+            return parse(await self.ask(f"{title}{'*' if required else ''}: ", parse))
+        finally:
+            self.completing_note = None
 
     async def ask_arguments(self, client: Client, tool: types.Tool) -> dict[str, Any]:
         """Rule 5: required arguments one by one, then optional ones only by name."""
@@ -406,7 +553,9 @@ class TerminalHost:
                 self.say(f"workspaceUri = {visible(workspace)} (the only workspace granted to you)")
         for name in required:
             if name not in arguments:
-                arguments[name] = await self.ask_one(name, properties[name], True)
+                arguments[name] = await self.ask_one(
+                    name, properties[name], True, workspace=arguments.get("workspaceUri")
+                )
         while optional := [n for n in properties if n not in arguments and n not in required]:
 
             def pick(text: str, names: list[str] = optional) -> str:
@@ -419,7 +568,7 @@ class TerminalHost:
             )
             if not name:
                 break
-            value = await self.ask_one(name, properties[name], False)
+            value = await self.ask_one(name, properties[name], False, workspace=arguments.get("workspaceUri"))
             if value is not None:
                 arguments[name] = value
         return arguments
@@ -437,6 +586,16 @@ class TerminalHost:
             except ValueError as exc:
                 self.say(f"arguments must be a JSON object: {exc}")
                 return
+            if not isinstance(arguments, dict):
+                self.say('arguments must be a JSON object, e.g. {"noteId": "todo.md"}')
+                return
+            if "workspaceUri" in tool.input_schema.get("properties", {}) and "workspaceUri" not in arguments:
+                workspace = await self.only_workspace(client)
+                if workspace is None:
+                    self.say("give workspaceUri in the JSON: this server grants you several workspaces")
+                    return
+                arguments["workspaceUri"] = workspace
+                self.say(f"workspaceUri = {visible(workspace)} (the only workspace granted to you)")
         else:
             arguments = await self.ask_arguments(client, tool)
         await self.run_rounds(client, PendingAnswer(name, arguments, None, {}))
@@ -472,21 +631,32 @@ class TerminalHost:
         self.say(f"the server asked more than {client.input_required_max_rounds} rounds; stopped")
 
     def show_result(self, result: types.CallToolResult) -> None:
-        """Rule 4: printed once: the text blocks, or the structured content when there is no text."""
+        """Rule 4: printed once: rendered for reading (a text that only mirrors the structured
+        content as JSON is not printed again), or raw with `--json`."""
         self.say("── result ──────────────────────────────────────")
+        structured = result.structured_content
+        if self.raw_json:
+            raw = structured if structured is not None else result.model_dump(mode="json", by_alias=True)
+            self.show(json.dumps(raw, indent=2, ensure_ascii=False))
+            return
         if result.is_error:
-            error = (result.structured_content or {}).get("error", {})
+            error = (structured or {}).get("error", {})
             self.say(f"ERROR{' [' + visible(str(error['code'])) + ']' if 'code' in error else ''}")
         texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
         for block in result.content:
             if not isinstance(block, types.TextContent):
                 self.say(f"<{block.type} content>")
-        for text in texts:
+        prose = [t for t in texts if not _mirrors(t, structured)]
+        for text in prose:
             self.show(text)
-        if not texts and result.structured_content:
-            self.show(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+        if not prose and structured and not result.is_error:
+            for line in render_result(structured, self.style):
+                self.say(line)
 
     async def repl(self, client: Client) -> None:
+        self.client = client
+        with contextlib.suppress(MCPError):
+            self.tool_names = [t.name for t in (await client.list_tools()).tools]
         info = client.server_info
         self.say(
             f"connected{' to ' + visible(info.name) if info is not None else ''}. Type 'help' for commands."
@@ -514,9 +684,25 @@ class TerminalHost:
             except Cancelled as exc:
                 self.say(f"(cancelled{': ' + str(exc) if exc.args else ''})")
             except MCPError as exc:
+                if self.trace is not None and self.trace.status in (401, 403):
+                    self.say(self.refused_token(self.trace.status))
+                    continue
                 self.show(f"the server refused: {exc.error.message} (JSON-RPC {exc.error.code})")
                 if exc.error.data:
                     self.show(f"  data: {json.dumps(exc.error.data)}")
+
+    def refused_token(self, status: int) -> str:
+        """Rule 7: the token stopped working in the middle of the session."""
+        where = f"${self.token_env}" if self.token_env else "your token"
+        if status == 403:
+            return (
+                f"403: the server accepted {where} but it may not do that (its principal's rights or scopes)."
+            )
+        return (
+            f"401: the server no longer accepts the token in {where} (revoked, or expired). Nothing was "
+            f"done. Get a new one (notewarden token add NAME), export it as {self.token_env or 'VAR'}, and "
+            "start notewarden client again; quit with Ctrl-D."
+        )
 
 
 # --- connecting, and saying why it failed (rule 7) ---------------------------------------------
@@ -584,19 +770,40 @@ def _transport(
     return streamable_http_client(url, http_client=http)
 
 
-def run_client(*, stdio: str | None, url: str | None, token_env: str | None) -> int:
+def target_problem(stdio: str | None, url: str | None) -> str | None:
+    """Rule 7, before anything starts: a `--stdio` command that is not there, a `--url` that is no
+    HTTP URL; one line with the fix."""
+    if stdio is not None:
+        try:
+            argv = shlex.split(stdio)
+        except ValueError as exc:
+            return f"--stdio {stdio!r} is not a command line ({exc}); fix: check its quotes"
+        if not argv:
+            return '--stdio needs a command; fix: --stdio "notewarden serve --workspace ~/notes"'
+        if shutil.which(argv[0]) is None:
+            where = "is not an executable file" if "/" in argv[0] else "was not found on PATH"
+            return f"the --stdio command {argv[0]!r} {where}; fix: give the server's full path, e.g. {sys.executable} -m notewarden serve …"
+    if url is not None:
+        parsed = urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            return f"--url {url!r} is not an http(s) URL; fix: the server's endpoint, e.g. --url http://127.0.0.1:8765/mcp"
+    return None
+
+
+def run_client(*, stdio: str | None, url: str | None, token_env: str | None, raw_json: bool = False) -> int:
     if token_env is not None and url is None:
         print("notewarden client: --token-env goes with --url", file=sys.stderr)
         return 2
-    if stdio is not None and not shlex.split(stdio):
-        print("notewarden client: --stdio needs a command", file=sys.stderr)
+    problem = target_problem(stdio, url)
+    if problem is not None:
+        print(f"notewarden client: {problem}", file=sys.stderr)
         return 2
     token = os.environ.get(token_env) if token_env is not None else None
     if token_env is not None and not token:
         print(f"notewarden client: ${token_env} is not set; export the bearer token there", file=sys.stderr)
         return 2
-    host = TerminalHost()
     trace = HttpTrace()
+    host = TerminalHost(raw_json=raw_json, token_env=token_env, trace=trace)
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:  # no name on disk
 
         async def main() -> None:

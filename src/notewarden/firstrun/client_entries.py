@@ -4,8 +4,11 @@ Rules:
 1. Every entry is exactly what its client reads (a JSON object, a command line, a module): a
    test parses each one, and runs the TypeScript one against a real server.
 2. A token never goes into a file a client keeps: VS Code asks for it (`${input:…}`), Cursor
-   reads it from the environment (`${env:NOTEWARDEN_TOKEN}`), the command lines and the
-   TypeScript module read `$NOTEWARDEN_TOKEN`.
+   reads it from the environment (`${env:NOTEWARDEN_TOKEN}`), the TypeScript module reads
+   `process.env.NOTEWARDEN_TOKEN`. Claude Code's command is single-quoted, so the shell passes
+   `${NOTEWARDEN_TOKEN}` on unexpanded: `claude mcp add --scope project` writes it so into the
+   project's `.mcp.json`, where Claude Code expands `${VAR}` in headers each time it connects (its
+   documented environment variable expansion), never the token itself.
 3. The official TypeScript SDK (`@modelcontextprotocol/client` 2.x) speaks 2025-11-25 unless
    told otherwise: its entry sets `versionNegotiation: {mode: "auto"}`, which probes
    `server/discover` and takes the 2026-07-28 path (multi round-trip confirmations).
@@ -119,10 +122,15 @@ def _http_entries(url: str) -> list[ClientEntry]:
         ),
         ClientEntry(
             "Claude Code (HTTP)",
-            f"a shell where {TOKEN_ENV} is set",
+            f"a shell in your project: it writes .mcp.json with the text ${{{TOKEN_ENV}}}, not the token; "
+            f"Claude Code reads {TOKEN_ENV} from its environment when it connects",
             "shell",
-            f"claude mcp add --transport http {SERVER_KEY} {shlex.quote(url)} "
-            f'--header "Authorization: Bearer ${TOKEN_ENV}"',
+            shlex.join(
+                [
+                    *("claude", "mcp", "add", "--scope", "project", "--transport", "http", SERVER_KEY, url),
+                    *("--header", f"Authorization: Bearer ${{{TOKEN_ENV}}}"),
+                ]
+            ),
         ),
         ClientEntry(
             "TypeScript SDK (HTTP)",

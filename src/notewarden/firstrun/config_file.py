@@ -26,7 +26,7 @@ from pathlib import Path
 import tomlkit
 from tomlkit.items import AoT, Array, Table
 
-from notewarden.config import ConfigError, default_state_dir, parse_config
+from notewarden.config import ConfigError, default_state_dir, parse_config, read_config_text
 from notewarden.scope.rights import BUNDLES, Right, describe_rights, parse_rights
 from notewarden.scope.uri import FileUri
 
@@ -164,6 +164,10 @@ def _quoted(text: str) -> str:
 
 def write_config_file(path: Path, text: str, *, replace: bool) -> None:
     """Rule 2: write atomically with mode 0600; `replace=False` refuses an existing file."""
+    if path.is_dir():
+        raise ConfigError(
+            f"{path} is a folder, not a config file", fix=f"name a file: --config {path / 'notewarden.toml'}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -187,9 +191,7 @@ def write_config_file(path: Path, text: str, *, replace: bool) -> None:
 
 def _load(path: Path) -> tomlkit.TOMLDocument:
     try:
-        return tomlkit.parse(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist; create one with `notewarden init`") from None
+        return tomlkit.parse(read_config_text(path))
     except tomlkit.exceptions.TOMLKitError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 

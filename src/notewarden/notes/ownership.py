@@ -54,6 +54,7 @@ __all__ = [
     "describe_ledger",
     "inspect_trash",
     "read_owner",
+    "sharing_notice",
     "sharing_refusal",
     "take_over",
 ]
@@ -210,6 +211,16 @@ def sharing_refusal(owner: OwnerMarker) -> str | None:
     if not Path(owner.location).is_file():
         return f"its file {owner.location} no longer exists"
     return None
+
+
+def sharing_notice(folder: str, owner: OwnerMarker) -> tuple[str, str]:
+    """What `serve` logs and `notewarden doctor` warns, in the same words, when a folder's trash is
+    owned by another state dir's ledger that this server shares: the finding and its fix."""
+    return (
+        f"{folder} is owned by {owner.describe()}: this config's servers share that ledger for it "
+        "(one exactly-once domain, two state dirs)",
+        f'serve the folder from one config: state_dir = "{owner.state_dir}"',
+    )
 
 
 class WorkspaceOwnedElsewhere(Exception):

@@ -115,11 +115,25 @@ class GrantConfig(Protocol):
 C = TypeVar("C", bound=GrantConfig)
 
 
-_WHY_NOT_OPENED: dict[type[FsError], str] = {
-    NoteMissing: "does not exist; create it, or remove the entry",
-    EscapeBlocked: "is a symbolic link; configure the directory it points to",
-    NotARegularFile: "is not a directory",
+_WHY_NOT_OPENED: dict[type[FsError], tuple[str, str]] = {
+    NoteMissing: ("does not exist", "mkdir -p {path}, or remove that entry"),
+    EscapeBlocked: (
+        "is a symbolic link, which notewarden never follows",
+        "configure the folder it points to",
+    ),
+    NotARegularFile: ("is not a folder", "point the entry at a folder"),
 }
+
+
+def folder_problem(path: str) -> tuple[str, str] | None:
+    """Why a workspace folder cannot be opened as `open_all` opens it, and the fix; None when it can.
+    The same words for `serve` and `notewarden doctor`."""
+    try:
+        WorkspaceRoot.open(path).close()
+    except FsError as exc:
+        why, fix = _WHY_NOT_OPENED.get(type(exc), (f"cannot be opened ({exc})", "ls -ld {path}"))
+        return why, fix.format(path=path)
+    return None
 
 
 DATABASE_WORKSPACE_IDENTITY = (0, 0)
@@ -430,8 +444,10 @@ class Grants(Generic[C]):
                     if source is not None
                     else f"--workspace {workspace.path}"
                 )
-                why = _WHY_NOT_OPENED.get(type(exc), f"cannot be opened ({exc})")
-                raise WorkspaceFolderError(f"{entry}: the folder {workspace.path} {why}") from None
+                why, fix = _WHY_NOT_OPENED.get(type(exc), (f"cannot be opened ({exc})", "ls -ld {path}"))
+                raise WorkspaceFolderError(
+                    f"{entry}: the folder {workspace.path} {why}; fix: {fix.format(path=workspace.path)}"
+                ) from None
 
     def directory(self, workspace: FileUri) -> WorkspaceRoot | None:
         """The workspace's open folder, or `None` when notes live in a database (no folder needed)."""

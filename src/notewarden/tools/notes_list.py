@@ -3,6 +3,10 @@
 What the listing leaves out on purpose is said, not silently dropped: a symlinked folder (or
 note), or a folder on another filesystem, comes back under `skipped` with the reason, so a
 workspace whose notes all sit behind a symlink does not simply look empty.
+
+It pages like every listing (`tools.paging`): `DEFAULT_LIMIT` notes by id, `nextCursor` for the
+next page (a listing of 20,000 notes in one answer was 6.3 MB: a flood for a model's context).
+`skipped` comes with the first page.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import anyio.to_thread
 
 from notewarden.scope.rights import Right
 from notewarden.services import Services
+from notewarden.tools.paging import cursor_key, listing_print, make_cursor
 from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolResult, declare
 from notewarden.tools.results import complete, iso8601
 
-__all__ = ["notes_list"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "notes_list"]
+
+DEFAULT_LIMIT, MAX_LIMIT = 200, 1000
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -26,6 +33,14 @@ INPUT_SCHEMA: dict[str, Any] = {
             "minLength": 1,
             "maxLength": 4096,
             "description": "file: URI of a workspace granted to you, or of a folder inside it.",
+        },
+        "cursor": {"type": "string", "maxLength": 8192, "description": "nextCursor of the previous page."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": DEFAULT_LIMIT,
+            "description": "Most notes on this page.",
         },
     },
     "required": ["workspaceUri"],
@@ -49,9 +64,10 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                 "required": ["id", "title", "size", "modified"],
             },
         },
+        "nextCursor": {"type": "string", "description": "Present when more notes follow: pass it as cursor."},
         "skipped": {
             "type": "array",
-            "description": "Entries left out on purpose (present when there are any), each with why.",
+            "description": "Entries left out on purpose (present when there are any; on the first page), each with why.",
             "items": {
                 "type": "object",
                 "properties": {"id": {"type": "string"}, "reason": {"type": "string"}},
@@ -70,15 +86,27 @@ class ListTool:
     async def __call__(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         store = self.services.store
+        limit = call.arguments.get("limit", DEFAULT_LIMIT)
+        print_ = listing_print("notes_list", scope.uri)
+        cursor = call.arguments.get("cursor")
+        after: str | None = None
+        if cursor is not None:
+            after = cursor_key(cursor, print_, made_by="notes_list", shape=(str,))[0]
         notes, skipped = await anyio.to_thread.run_sync(
-            lambda: (store.list_notes(scope), store.skipped(scope))
+            lambda: (
+                store.list_page(scope, after=after, limit=limit + 1),
+                store.skipped(scope) if after is None else [],
+            )
         )
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "notes": [
-                {"id": n.id, "title": n.title, "size": n.size, "modified": iso8601(n.modified)} for n in notes
+                {"id": n.id, "title": n.title, "size": n.size, "modified": iso8601(n.modified)}
+                for n in notes[:limit]
             ],
         }
+        if len(notes) > limit:
+            structured["nextCursor"] = make_cursor([notes[limit - 1].id], print_)
         if skipped:
             structured["skipped"] = [{"id": e.id, "reason": e.reason} for e in skipped]
         return complete(structured)
@@ -89,9 +117,10 @@ def notes_list(services: Services) -> ToolDef:
         tool=declare(
             "notes_list",
             "List notes",
-            "List the notes of a workspace (or of a folder inside it): id, title, size and "
-            "last modification time, and what was skipped on purpose (symlinks, other filesystems) with why. "
-            "Read-only.",
+            "List the notes of a workspace (or of a folder inside it), by id: id, title, size and "
+            f"last modification time, {DEFAULT_LIMIT} a page by default (limit up to {MAX_LIMIT}; pass "
+            "nextCursor back as cursor for more), and what was skipped on purpose (symlinks, other "
+            "filesystems) with why. Read-only.",
             INPUT_SCHEMA,
             OUTPUT_SCHEMA,
             **READ_ONLY,

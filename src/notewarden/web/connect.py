@@ -60,6 +60,9 @@ from notewarden.web.signin import AuthorizationServer, SignInFailed
 
 __all__ = ["CONNECTION_ID", "connect_routes"]
 
+SDK_DEFAULT_CLIENT_NAMES = {"mcp": "the Python SDK's default name, “mcp”"}
+"""`clientInfo` names an SDK fills in when the app gives none: shown as what they are, not as a name."""
+
 logger = logging.getLogger(__name__)
 
 TokenVerifier = Callable[[str], Awaitable[AccessToken | None]]
@@ -269,11 +272,13 @@ class ConnectPages:
         cid = pending.connection_id
         left = pending.expires_at - time.time()
         until = time.strftime("%H:%M UTC", time.gmtime(pending.expires_at))
-        client = (
-            f"{_e(asked.client)} <span class=muted>(as the app names itself)</span>"
-            if asked.client
-            else "<span class=muted>an app that did not name itself</span>"
-        )
+        default = SDK_DEFAULT_CLIENT_NAMES.get(asked.client)
+        if default is not None:  # the SDK's placeholder is not the app's name
+            client = f"<span class=muted>an app that did not name itself (it sent {default})</span>"
+        elif asked.client:
+            client = f"{_e(asked.client)} <span class=muted>(as the app names itself)</span>"
+        else:
+            client = "<span class=muted>an app that did not name itself</span>"
         note = f"“{_e(asked.note_title)}” <code>{_e(asked.note_id)}</code>" if asked.note_id else "a note"
         sent = (
             f"POST {target.url}\n{target.auth_description}\nIdempotency-Key: <a new id per publish>\n\n"

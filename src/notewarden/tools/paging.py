@@ -1,0 +1,50 @@
+"""Cursors of the listing tools (`notes_list`, the backlinks of `notes_links`): an opaque `nextCursor`
+that resumes after the last item shown.
+
+Rules:
+1. Keyset pagination: a cursor holds the key of the last item shown (a note id; a linking note's id
+   and the link's place in it), never an offset, so notes added or removed between two pages shift
+   nothing: no item is shown twice, and none that stayed is skipped.
+2. A cursor carries a print of what it was made for (the tool, the workspaceUri, the arguments that
+   choose the items); a cursor of another listing is refused with `invalid_cursor`, never applied to
+   the wrong one. It is not a secret and grants nothing: every page is authorized and kept inside
+   the caller's reach (`WorkspaceScope.regions`) like the first.
+3. Each listing documents its default and its largest `limit` in its input schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any
+
+from notewarden.tools.registry import ToolFailure
+
+__all__ = ["cursor_key", "listing_print", "make_cursor"]
+
+
+def listing_print(tool: str, *parts: object) -> str:
+    """Rule 2: what a cursor was made for, in 16 hex digits."""
+    return hashlib.sha256("\0".join(map(str, (tool, *parts))).encode()).hexdigest()[:16]
+
+
+def make_cursor(key: list[Any], print_: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([key, print_]).encode()).decode().rstrip("=")
+
+
+def cursor_key(cursor: str, print_: str, *, made_by: str, shape: tuple[type, ...]) -> list[Any]:
+    """The key a cursor holds (its parts of the types `shape` names); `invalid_cursor` for one of
+    another listing, or no cursor at all."""
+    try:
+        key, seen = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        fits = isinstance(key, list) and len(key) == len(shape)
+        if seen == print_ and fits and all(isinstance(k, t) for k, t in zip(key, shape, strict=True)):
+            return list(key)
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise ToolFailure(
+        "invalid_cursor",
+        f"cursor is not a nextCursor that {made_by} returned for these arguments; omit it to start over",
+    )
