@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -147,3 +148,24 @@ def test_cli_exit_status_for_ci(tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_every_form_builder_a_tool_calls_is_in_the_start_up_check() -> None:
+    """`own_forms` lists forms by hand: a builder a tool calls (`*_form(...)`) and the list leaves
+    out would never be linted (two were missing before this test)."""
+    tools = Path(__file__).resolve().parents[2] / "src" / "notewarden" / "tools"
+
+    def builders_called(source: Path) -> set[str]:
+        return {
+            node.func.id
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id.endswith("_form")
+        }
+
+    called = set().union(*(builders_called(p) for p in tools.glob("*.py") if p.name != "own_forms.py"))
+    assert called >= {"delete_form", "delete_set_form", "trash_empty_form"}, (
+        "the scanner sees the tools' calls"
+    )
+    assert called <= builders_called(tools / "own_forms.py"), called - builders_called(tools / "own_forms.py")

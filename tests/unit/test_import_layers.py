@@ -1,15 +1,20 @@
 """Who may import whom (the layer map of docs/architecture.md), read from the sources with `ast`.
 
-Every import counts: at module level, inside a function, under `if TYPE_CHECKING`. Only the
-directions that hold today are asserted here; add one when an edge is removed.
+Every import counts: at module level, inside a function, under `if TYPE_CHECKING`. The layer table
+of docs/architecture.md is read here too: a unit importing a higher layer, or a unit missing from the
+table (or a row naming no unit), fails, so the doc cannot go stale. Beyond it, only the directions
+that hold today are asserted; add one when an edge is removed.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "notewarden"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "notewarden"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def imports_of(unit: str) -> dict[str, list[str]]:
@@ -36,6 +41,51 @@ def imports_of(unit: str) -> dict[str, list[str]]:
     return found
 
 
+def top_level_units() -> list[str]:
+    """The modules (but `__init__`) and packages directly under `src/notewarden/`."""
+    return sorted(
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    )
+
+
+def documented_layers() -> dict[str, int]:
+    """Unit -> layer number, from the table under "## The layers" of docs/architecture.md (rows such
+    as "| 3 domain | `notes` | ... |")."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\|\s*(\d+)[^|]*\|\s*`(\w+)`\s*\|", section, flags=re.MULTILINE)
+    layers: dict[str, int] = {}
+    for number, unit in rows:
+        assert unit not in layers, f"docs/architecture.md lists {unit} twice"
+        layers[unit] = int(number)
+    return layers
+
+
+def test_the_layer_table_names_every_unit_and_only_those() -> None:
+    """docs/architecture.md's layer table has one row per top-level unit of the package."""
+    documented, present = set(documented_layers()), set(top_level_units())
+    assert "notes" in documented, "the table is read"
+    assert not present - documented, (
+        f"units missing from docs/architecture.md: {sorted(present - documented)}"
+    )
+    assert not documented - present, f"rows naming no unit of the code: {sorted(documented - present)}"
+
+
+def test_no_unit_imports_a_unit_of_a_higher_layer() -> None:
+    """Each unit imports only units of its own layer or a lower one, as docs/architecture.md places them."""
+    layers = documented_layers()
+    upward = [
+        f"{unit} (layer {layers[unit]}) imports {other} (layer {layers[other]}) at {', '.join(places)}"
+        for unit in top_level_units()
+        if unit in layers
+        for other, places in sorted(imports_of(unit).items())
+        if other in layers and layers[other] > layers[unit]
+    ]
+    assert not upward, "\n".join(upward)
+
+
 def test_scope_does_not_import_config() -> None:
     """config reads scope's URI grammar and path rules; scope takes the configuration as data
     (`scope.grants.GrantConfig`, `scope.sandbox.plan_for`), so the two do not import each other."""
@@ -51,11 +101,7 @@ def test_the_domain_does_not_import_config() -> None:
 
 def test_no_two_units_import_each_other_even_through_others() -> None:
     """The units form layers: following imports from any unit never leads back to it."""
-    units = sorted(
-        p.stem if p.is_file() else p.name
-        for p in PACKAGE.iterdir()
-        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
-    )
+    units = top_level_units()
     edges = {unit: set(imports_of(unit)) & set(units) for unit in units}
     assert edges["ledger"] >= {"schema"} and edges["schema"] == set(), "the scanner sees edges"
 

@@ -44,6 +44,7 @@ from typing import Literal, Protocol
 from urllib.parse import quote
 
 from notewarden.notes.markdown import Heading, Link, fold, parse_note
+from notewarden.scope.note_paths import NOTE_SUFFIXES
 
 __all__ = [
     "MappedVault",
@@ -63,7 +64,6 @@ __all__ = [
 ]
 
 Via = Literal["self", "path", "relative", "name", "alias"]
-NOTE_SUFFIXES = (".md", ".markdown")
 
 
 def _strip_suffix(path: str) -> str:

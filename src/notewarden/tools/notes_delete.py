@@ -42,7 +42,7 @@ from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.registry import MissingCapability, ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
 from notewarden.tools.results import confirm_in_workspace, reauthorize_sealed, sealed_workspace
 from notewarden.tools.workspace_hint import resolve_workspace
 
@@ -50,7 +50,6 @@ __all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
 
 PHASE = "notes_delete/confirm"
 MAX_CANDIDATES = 25
-_FORM_CAPABILITY: dict[str, Any] = {"elicitation": {"form": {}}}
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -115,7 +114,9 @@ class DeleteTool:
         self.services = services
 
     async def __call__(self, call: ToolCall) -> ToolResult:
-        require_form_elicitation(call.capabilities)
+        require_form_elicitation(
+            call.capabilities, "notes_delete needs form elicitation to let the user pick and confirm the note"
+        )
         if "workspaceUri" not in call.arguments:
             hinted = resolve_workspace(self.services, call, workspace_in_state)
             if not isinstance(hinted, ToolCall):
@@ -245,19 +246,6 @@ def not_deleted(outcome: str, workspace: str, until: str | None) -> Done:
     if until is not None:
         text += f" The same confirmation can be answered again until {until}."
     return Done(retriable(delete_result(outcome, workspace, []), until), None, text)
-
-
-def require_form_elicitation(
-    capabilities: types.ClientCapabilities | None,
-    why: str = "notes_delete needs form elicitation to let the user pick and confirm the note",
-) -> None:
-    """Form mode only when this request declares it: `elicitation: {}` or `{form: {}}`."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is not None and (elicitation.form is not None or elicitation.url is None):
-        return
-    raise MissingCapability(
-        f"{why}; declare elicitation.form in this request's clientCapabilities", _FORM_CAPABILITY
-    )
 
 
 def find_candidates(

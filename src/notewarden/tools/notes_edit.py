@@ -193,10 +193,6 @@ def edited(note_id: str, edits: Sequence[Edit], expected_version: str | None) ->
     return rewrite
 
 
-def version_conflict(exc: VersionConflict) -> ToolFailure:
-    return ToolFailure("version_conflict", str(exc), {"currentVersion": exc.current_version})
-
-
 class EditTools:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -230,12 +226,9 @@ class EditTools:
         note_id, expected = call.arguments["noteId"], call.arguments["expectedVersion"]
         change = call.change("replaced the whole text")
         rewrite = replace_with(call.arguments["body"].encode(), expected)
-        try:
-            done = await anyio.to_thread.run_sync(
-                lambda: self.services.store.rewrite_note(scope, note_id, rewrite, change=change)
-            )
-        except VersionConflict as exc:
-            raise version_conflict(exc) from None
+        done = await anyio.to_thread.run_sync(
+            lambda: self.services.store.rewrite_note(scope, note_id, rewrite, change=change)
+        )
         shown = {
             "workspaceUri": str(scope.uri),
             "note": note_object(scope, done.after.note, done.after.version),
@@ -261,10 +254,7 @@ class EditTools:
             done = store.rewrite_note(scope, note_id, rewrite, change=change)
             return receipt_object(scope, note_id, done.before, done.after.data, done)
 
-        try:
-            shown = await anyio.to_thread.run_sync(dry_run if call.arguments.get("dryRun") else write)
-        except VersionConflict as exc:
-            raise version_conflict(exc) from None
+        shown = await anyio.to_thread.run_sync(dry_run if call.arguments.get("dryRun") else write)
         return complete(shown)
 
     async def move(self, call: ToolCall) -> ToolResult:
@@ -272,21 +262,18 @@ class EditTools:
         note_id = call.arguments["noteId"]
         new_path = require_note_path(call.arguments["newPath"], "newPath")
         dry_run = call.arguments.get("dryRun", False)
-        try:
-            async with progress_sink(call.report_progress) as progress:
-                move = functools.partial(
-                    self.services.store.move_note,
-                    scope,
-                    note_id,
-                    new_path,
-                    change=call.change(f"moved {note_id} to {new_path}"),
-                    relink=call.arguments.get("updateLinks", True),
-                    dry_run=dry_run,
-                    progress=progress,
-                )
-                moved = await anyio.to_thread.run_sync(move)
-        except VersionConflict as exc:
-            raise version_conflict(exc) from None
+        async with progress_sink(call.report_progress) as progress:
+            move = functools.partial(
+                self.services.store.move_note,
+                scope,
+                note_id,
+                new_path,
+                change=call.change(f"moved {note_id} to {new_path}"),
+                relink=call.arguments.get("updateLinks", True),
+                dry_run=dry_run,
+                progress=progress,
+            )
+            moved = await anyio.to_thread.run_sync(move)
         rewritten = []
         for note in moved.relinked:
             shown: dict[str, Any] = {

@@ -37,15 +37,14 @@ from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_pu
 from notewarden.confirm.state import ConfirmationState, Selection
 from notewarden.display import visible, visible_line
 from notewarden.notes.history import HistoryEntry, selection_digest
-from notewarden.notes.store import VersionConflict, replace_with
+from notewarden.notes.store import replace_with
 from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.notes_delete import require_form_elicitation
-from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object, version_conflict
+from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
 from notewarden.tools.results import (
     NOTE_ID,
     WORKSPACE_URI,
@@ -59,7 +58,7 @@ from notewarden.tools.results import (
 __all__ = ["PHASE", "notes_history", "notes_history_purge", "notes_revert"]
 
 PHASE = "notes_history_purge/confirm"
-PAGE_SIZE = 50
+PAGE_SIZE, MAX_PAGE = 50, 500
 SHOWN_IN_FORM = 20
 VERSION_ID: dict[str, Any] = {
     "type": "string",
@@ -98,7 +97,8 @@ class HistoryTools:
                     "invalid_cursor", "cursor is not a nextCursor of notes_history for this note; omit it"
                 )
             start = ids.index(after) + 1
-        page = entries[start : start + PAGE_SIZE]
+        limit = call.arguments.get("limit", PAGE_SIZE)
+        page = entries[start : start + limit]
         shown: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "noteId": note_id,
@@ -107,7 +107,7 @@ class HistoryTools:
         }
         if current is not None:
             shown["current"] = current
-        if start + PAGE_SIZE < len(entries):
+        if start + limit < len(entries):
             shown["nextCursor"] = base64.urlsafe_b64encode(page[-1].version_id.encode()).decode()
         return complete(shown)
 
@@ -128,10 +128,7 @@ class HistoryTools:
             done = store.rewrite_note(scope, note_id, rewrite, change=call.change(summary))
             return receipt_object(scope, note_id, done.before, done.after.data, done)
 
-        try:
-            shown = await anyio.to_thread.run_sync(revert)
-        except VersionConflict as exc:
-            raise version_conflict(exc) from None
+        shown = await anyio.to_thread.run_sync(revert)
         return complete({**shown, "revertedTo": version_id})
 
     # notes_history_purge
@@ -255,13 +252,25 @@ def notes_history(services: Services) -> ToolDef:
             title="List a note's versions",
             description="List the saved versions of a note, newest first: each is a content the note had until a "
             "write replaced it (when, by whom, with which tool, a one-line summary, size). notes_read with "
-            f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} per page (cursor). Read-only.",
+            f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} a page by default (limit up to "
+            f"{MAX_PAGE}; pass nextCursor back as cursor). Read-only.",
             input_schema={
                 "type": "object",
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
-                    "cursor": {"type": "string", "maxLength": 400},
+                    "cursor": {
+                        "type": "string",
+                        "maxLength": 400,
+                        "description": "nextCursor of the previous page.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_PAGE,
+                        "default": PAGE_SIZE,
+                        "description": "Most versions on this page.",
+                    },
                 },
                 "required": ["workspaceUri", "noteId"],
                 "additionalProperties": False,

@@ -38,8 +38,7 @@ from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.notes_delete import require_form_elicitation
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult
+from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
 from notewarden.tools.results import (
     NOTE_ID,
     NOTE_OBJECT,
@@ -57,7 +56,7 @@ from notewarden.tools.results import (
 __all__ = ["PHASE", "notes_restore", "notes_trash_empty", "notes_trash_list"]
 
 PHASE = "notes_trash_empty/confirm"
-PAGE_SIZE = 100
+PAGE_SIZE, MAX_PAGE = 100, 500
 SHOWN_IN_FORM = 20
 SHOWN_IN_RESULT = 100
 TRASH_ID: dict[str, Any] = {
@@ -119,13 +118,14 @@ class TrashTools:
             if after not in ids:
                 raise invalid_trash_cursor()
             start = ids.index(after) + 1
-        page = entries[start : start + PAGE_SIZE]
+        limit = call.arguments.get("limit", PAGE_SIZE)
+        page = entries[start : start + limit]
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "count": len(entries),
             "entries": [trashed_object(e) for e in page],
         }
-        if start + PAGE_SIZE < len(entries):
+        if start + limit < len(entries):
             structured["nextCursor"] = base64.urlsafe_b64encode(page[-1].trash_id.encode()).decode()
         return complete(structured)
 
@@ -272,11 +272,26 @@ def notes_trash_list(services: Services) -> ToolDef:
         tool=types.Tool(
             name="notes_trash_list",
             title="List the trash",
-            description="List the notes in a workspace's trash, newest deletion first (100 per page; pass "
-            "nextCursor back as cursor). Each can be put back with notes_restore. Read-only.",
+            description=f"List the notes in a workspace's trash, newest deletion first ({PAGE_SIZE} a page by "
+            f"default, limit up to {MAX_PAGE}; pass nextCursor back as cursor). Each can be put back with "
+            "notes_restore. Read-only.",
             input_schema={
                 "type": "object",
-                "properties": {"workspaceUri": WORKSPACE_URI, "cursor": {"type": "string", "maxLength": 400}},
+                "properties": {
+                    "workspaceUri": WORKSPACE_URI,
+                    "cursor": {
+                        "type": "string",
+                        "maxLength": 400,
+                        "description": "nextCursor of the previous page.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_PAGE,
+                        "default": PAGE_SIZE,
+                        "description": "Most entries on this page.",
+                    },
+                },
                 "required": ["workspaceUri"],
                 "additionalProperties": False,
             },

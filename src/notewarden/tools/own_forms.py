@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notewarden.confirm.forms import delete_form, history_purge_form
+from notewarden.confirm.forms import delete_form, delete_set_form, history_purge_form, trash_empty_form
 from notewarden.confirm.state import Candidate
 from notewarden.forms.lint import Problem, lint_form
 from notewarden.notes.model import Note, NoteIdentity
@@ -35,6 +35,16 @@ def own_forms() -> Mapping[str, Any]:
         "notes_delete (1 candidate)": delete_form("file:///srv/notes", "TPS", _candidates(1)),
         f"notes_delete ({MAX_CANDIDATES} candidates)": delete_form(
             "file:///srv/notes", "n", _candidates(MAX_CANDIDATES)
+        ),
+        "notes_delete noteIds (1)": delete_set_form("file:///srv/notes", _candidates(1)),
+        f"notes_delete noteIds ({MAX_CANDIDATES})": delete_set_form(
+            "file:///srv/notes", _candidates(MAX_CANDIDATES)
+        ),
+        "notes_trash_empty": trash_empty_form(
+            "file:///srv/notes",
+            25,
+            [f"Note {i} — note-{i}.md — deleted 2026-12-01 10:00 UTC" for i in range(20)],
+            5,
         ),
         "notes_history_purge": history_purge_form(
             "the notes of file:///srv/notes",

@@ -46,6 +46,7 @@ from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.history import Change
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
+from notewarden.notes.store import VersionConflict
 from notewarden.scope import fs_errors
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 from notewarden.scope.rights import Caller, Right, RightMissing, describe_rights
@@ -63,6 +64,7 @@ __all__ = [
     "declare",
     "known_failure",
     "object_schema",
+    "require_form_elicitation",
     "tool_error",
 ]
 
@@ -84,6 +86,20 @@ class MissingCapability(Exception):
         self.required = required
 
 
+def require_form_elicitation(
+    capabilities: types.ClientCapabilities | None,
+    why: str,
+) -> None:
+    """A confirmed tool's first step: form mode only when this request declares it (`elicitation: {}`
+    or `{form: {}}`); else `MissingCapability`, which answers -32021 naming it."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is not None and (elicitation.form is not None or elicitation.url is None):
+        return
+    raise MissingCapability(
+        f"{why}; declare elicitation.form in this request's clientCapabilities", {"elicitation": {"form": {}}}
+    )
+
+
 ERROR_CODES: Mapping[type[Exception], str] = {
     ScopeError: "invalid_workspace_uri",
     RightMissing: "right_missing",
@@ -91,6 +107,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     ConfigUnavailable: "config_invalid",
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
+    VersionConflict: "version_conflict",
     fs_errors.WorkspaceMoved: "workspace_moved",
     fs_errors.IdentityMismatch: "note_changed",
     fs_errors.NoteMissing: "note_missing",
@@ -284,7 +301,11 @@ def known_failure(exc: Exception) -> ToolFailure | None:
     code = next((c for t, c in ERROR_CODES.items() if isinstance(exc, t)), None)
     if code is None:
         return None
-    details = {"right": str(exc.right), "where": exc.where} if isinstance(exc, RightMissing) else None
+    details: dict[str, Any] | None = None
+    if isinstance(exc, RightMissing):
+        details = {"right": str(exc.right), "where": exc.where}
+    elif isinstance(exc, VersionConflict):
+        details = {"currentVersion": exc.current_version}
     return ToolFailure(code, str(exc), details)
 
 
