@@ -22,8 +22,6 @@ phase and form:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -44,6 +42,7 @@ from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
+from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
 from notewarden.tools.results import (
     NOTE_ID,
@@ -89,12 +88,13 @@ class HistoryTools:
 
         entries, current = await anyio.to_thread.run_sync(read)
         start = 0
+        print_ = listing_print("notes_history", scope.uri, note_id)
         if "cursor" in call.arguments:
             ids = [e.version_id for e in entries]
-            after = _decode_cursor(call.arguments["cursor"])
+            (after,) = cursor_key(call.arguments["cursor"], print_, made_by="notes_history", shape=(str,))
             if after not in ids:
                 raise ToolFailure(
-                    "invalid_cursor", "cursor is not a nextCursor of notes_history for this note; omit it"
+                    "invalid_cursor", "the version this cursor resumes after is gone; omit it to start over"
                 )
             start = ids.index(after) + 1
         limit = call.arguments.get("limit", PAGE_SIZE)
@@ -108,7 +108,7 @@ class HistoryTools:
         if current is not None:
             shown["current"] = current
         if start + limit < len(entries):
-            shown["nextCursor"] = base64.urlsafe_b64encode(page[-1].version_id.encode()).decode()
+            shown["nextCursor"] = make_cursor([page[-1].version_id], print_)
         return complete(shown)
 
     # notes_revert
@@ -226,13 +226,6 @@ class HistoryTools:
         return {"outcome": outcome, "workspaceUri": workspace, "purged": purged}
 
 
-def _decode_cursor(cursor: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(cursor.encode()).decode()
-    except (ValueError, binascii.Error):
-        raise ToolFailure("invalid_cursor", "cursor is not a nextCursor of notes_history; omit it") from None
-
-
 def _annotations(
     title: str, *, read_only: bool, destructive: bool, idempotent: bool
 ) -> types.ToolAnnotations:
@@ -259,18 +252,7 @@ def notes_history(services: Services) -> ToolDef:
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
                     "noteId": NOTE_ID,
-                    "cursor": {
-                        "type": "string",
-                        "maxLength": 400,
-                        "description": "nextCursor of the previous page.",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_PAGE,
-                        "default": PAGE_SIZE,
-                        "description": "Most versions on this page.",
-                    },
+                    **page_properties(PAGE_SIZE, MAX_PAGE, "versions"),
                 },
                 "required": ["workspaceUri", "noteId"],
                 "additionalProperties": False,

@@ -19,11 +19,7 @@ Read-only, like every read they are authorized and contained by the `workspaceUr
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,7 +38,6 @@ from notewarden.tools.registry import (
     READ_ONLY,
     ToolCall,
     ToolDef,
-    ToolFailure,
     ToolResult,
     declare,
     object_schema,
@@ -66,23 +61,6 @@ RECENT_DEFAULT, RECENT_MAX = 20, 100
 
 def _limit(default: int, maximum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
-
-
-def _tag_cursor(tag: str, print_: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([tag, print_]).encode()).decode().rstrip("=")
-
-
-def _tag_after(cursor: str, print_: str) -> str:
-    try:
-        tag, seen = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if seen == print_ and isinstance(tag, str):
-            return tag
-    except (ValueError, TypeError, binascii.Error):
-        pass
-    raise ToolFailure(
-        "invalid_cursor",
-        "cursor is not a nextCursor that notes_tags returned for this workspaceUri and prefix; omit it to start over",
-    )
 
 
 LINK_OBJECT: dict[str, Any] = {
@@ -164,8 +142,12 @@ class KnowledgeTools:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         prefix = call.arguments.get("prefix", "").lstrip("#")
         limit = call.arguments.get("limit", TAGS_DEFAULT)
-        print_ = hashlib.sha256(f"{scope.uri}\0{tag_key(prefix)}".encode()).hexdigest()[:16]
-        after = _tag_after(call.arguments["cursor"], print_) if "cursor" in call.arguments else None
+        print_ = listing_print("notes_tags", scope.uri, tag_key(prefix))
+        after = (
+            cursor_key(call.arguments["cursor"], print_, made_by="notes_tags", shape=(str,))[0]
+            if "cursor" in call.arguments
+            else None
+        )
         found = await anyio.to_thread.run_sync(
             functools.partial(self.services.store.tags, scope, prefix=prefix, after=after, limit=limit + 1)
         )
@@ -174,7 +156,7 @@ class KnowledgeTools:
             "tags": [{"tag": t.tag, "notes": t.notes} for t in found[:limit]],
         }
         if len(found) > limit:
-            structured["nextCursor"] = _tag_cursor(tag_key(found[limit - 1].tag), print_)
+            structured["nextCursor"] = make_cursor([tag_key(found[limit - 1].tag)], print_)
         return complete(structured)
 
     async def links(self, call: ToolCall) -> ToolResult:

@@ -18,8 +18,6 @@ path of one delete (`notes_delete`), with its own phase and form:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import time
 from collections.abc import Sequence
@@ -38,6 +36,7 @@ from notewarden.scope.fs_errors import IdentityMismatch, NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
+from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
 from notewarden.tools.results import (
     NOTE_ID,
@@ -112,11 +111,15 @@ class TrashTools:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         entries = await anyio.to_thread.run_sync(self._entries, scope)
         start = 0
+        print_ = listing_print("notes_trash_list", scope.uri)
         if "cursor" in call.arguments:
             ids = [e.trash_id for e in entries]
-            after = _decode_trash_cursor(call.arguments["cursor"])
+            (after,) = cursor_key(call.arguments["cursor"], print_, made_by="notes_trash_list", shape=(str,))
             if after not in ids:
-                raise invalid_trash_cursor()
+                raise ToolFailure(
+                    "invalid_cursor",
+                    "the entry this cursor resumes after has left the trash; omit it to start over",
+                )
             start = ids.index(after) + 1
         limit = call.arguments.get("limit", PAGE_SIZE)
         page = entries[start : start + limit]
@@ -126,7 +129,7 @@ class TrashTools:
             "entries": [trashed_object(e) for e in page],
         }
         if start + limit < len(entries):
-            structured["nextCursor"] = base64.urlsafe_b64encode(page[-1].trash_id.encode()).decode()
+            structured["nextCursor"] = make_cursor([page[-1].trash_id], print_)
         return complete(structured)
 
     # notes_restore
@@ -243,20 +246,6 @@ class TrashTools:
         }
 
 
-def invalid_trash_cursor() -> ToolFailure:
-    return ToolFailure(
-        "invalid_cursor",
-        "cursor is not a nextCursor of notes_trash_list for this trash; omit it to start over",
-    )
-
-
-def _decode_trash_cursor(cursor: str) -> str:
-    try:
-        return base64.urlsafe_b64decode(cursor.encode()).decode()
-    except (ValueError, binascii.Error):
-        raise invalid_trash_cursor() from None
-
-
 def empty_receipt(result: dict[str, Any]) -> Done:
     """The emptied trash's result, and what it did in a sentence (for a replay's receipt)."""
     names = ", ".join(visible_line(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
@@ -279,18 +268,7 @@ def notes_trash_list(services: Services) -> ToolDef:
                 "type": "object",
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
-                    "cursor": {
-                        "type": "string",
-                        "maxLength": 400,
-                        "description": "nextCursor of the previous page.",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_PAGE,
-                        "default": PAGE_SIZE,
-                        "description": "Most entries on this page.",
-                    },
+                    **page_properties(PAGE_SIZE, MAX_PAGE, "entries"),
                 },
                 "required": ["workspaceUri"],
                 "additionalProperties": False,

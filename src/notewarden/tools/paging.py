@@ -1,10 +1,12 @@
-"""Cursors of the listing tools (`notes_list`, the backlinks of `notes_links`): an opaque `nextCursor`
-that resumes after the last item shown.
+"""Cursors of the listing tools (`notes_list`, `notes_tags`, `notes_history`, `notes_trash_list`, the
+backlinks of `notes_links`; `notes_search` keeps its own, which also carries a rank): an opaque
+`nextCursor` that resumes after the last item shown.
 
 Rules:
-1. Keyset pagination: a cursor holds the key of the last item shown (a note id; a linking note's id
-   and the link's place in it), never an offset, so notes added or removed between two pages shift
-   nothing: no item is shown twice, and none that stayed is skipped.
+1. Keyset pagination: a cursor holds the key of the last item shown (a note id; a tag; a linking
+   note's id and the link's place in it; a version or trash id), never an offset, so notes added or
+   removed between two pages shift nothing: no item is shown twice, and none that stayed is skipped.
+   (History and trash resume after their id, and refuse a cursor whose item has gone.)
 2. A cursor carries a print of what it was made for (the tool, the workspaceUri, the arguments that
    choose the items); a cursor of another listing is refused with `invalid_cursor`, never applied to
    the wrong one. It is not a secret and grants nothing: every page is authorized and kept inside
@@ -22,7 +24,7 @@ from typing import Any
 
 from notewarden.tools.registry import ToolFailure
 
-__all__ = ["cursor_key", "listing_print", "make_cursor"]
+__all__ = ["cursor_key", "listing_print", "make_cursor", "page_properties"]
 
 
 def listing_print(tool: str, *parts: object) -> str:
@@ -48,3 +50,21 @@ def cursor_key(cursor: str, print_: str, *, made_by: str, shape: tuple[type, ...
         "invalid_cursor",
         f"cursor is not a nextCursor that {made_by} returned for these arguments; omit it to start over",
     )
+
+
+def page_properties(default: int, largest: int, items: str, *, cursor_chars: int = 400) -> dict[str, Any]:
+    """Rule 3: the `cursor` and `limit` properties of a listing's input schema."""
+    return {
+        "cursor": {
+            "type": "string",
+            "maxLength": cursor_chars,
+            "description": "nextCursor of the previous page.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": largest,
+            "default": default,
+            "description": f"Most {items} on this page.",
+        },
+    }
