@@ -78,7 +78,8 @@ any transaction, written under a guard on the row's version (a row written again
 for the next pass). A section whose text's digest the row already has keeps its vector. Vectors are
 scored in the process, not in the database (docs/performance.md measures both): each process holds
 a workspace's vectors in memory (`notes.vectors`) and reads only the rows after the last `seq` it
-saw; the notes found are then listed by SQL with the scope and the filters, so none outside the
+saw (the vector writes of a workspace hold its lock, so their seq values commit in order and none
+is skipped by a reader); the notes found are then listed by SQL with the scope and the filters, so none outside the
 caller's reach is ever shown. `vector_models` names the model; another one starts over.
 """
 
@@ -1055,6 +1056,10 @@ class SqlNoteStore:
             }
             computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
             with self._ledger.critical_section() as txn:
+                # Rule 7: one vector writer per workspace at a time, so that its rows' seq values
+                # commit in order and `_vectors`' read of the rows after the last seq misses none
+                # (PostgreSQL allocates a seq at INSERT, not at COMMIT; SQLite has one writer anyway)
+                txn.lock_workspace(workspace)
                 sql = _STATEMENTS[txn.dialect]
                 rows: list[tuple[object, ...]] = []
                 for row_id, version, pieces in planned:
