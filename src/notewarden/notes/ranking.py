@@ -38,7 +38,7 @@ from notewarden.notes.derived import stemmed_words
 from notewarden.notes.model import Note
 from notewarden.notes.store import SearchHit
 
-__all__ = ["WEIGHTS", "Candidate", "Fused", "K", "fuse", "name_match"]
+__all__ = ["WEIGHTS", "Candidate", "Fused", "K", "fuse", "name_match", "term_stems"]
 
 K = 5
 WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0, "meaning": 1.5}
@@ -75,10 +75,14 @@ def _name_stems(name: str) -> list[str]:
     return stemmed_words(name)
 
 
-def name_match(terms: Sequence[str], names: Sequence[str]) -> tuple[int, float]:
+def term_stems(terms: Sequence[str]) -> list[list[str]]:
+    """The query terms as `name_match` compares them: each term's stemmed words (empty ones left out)."""
+    return [s for s in (stemmed_words(t) for t in terms) if s]
+
+
+def name_match(stems: Sequence[Sequence[str]], names: Sequence[str]) -> tuple[int, float]:
     """(query terms some word of one name starts with, the share of that name's words they cover),
-    best over the names (Rule 1)."""
-    stems = [s for s in (stemmed_words(t) for t in terms) if s]
+    best over the names (Rule 1); `stems` from `term_stems`."""
     best = (0, 0.0)
     for name in names:
         words = _name_stems(name)
@@ -111,8 +115,9 @@ def fuse(
     word_rank = {c.note.id: i for i, c in reversed(list(enumerate(words, 1)))}
     far = len(by_id) + 1
     named = []
+    stems = term_stems(terms)
     for note_id, candidate in by_id.items():
-        count, share = name_match(terms, (candidate.note.title, *candidate.aliases))
+        count, share = name_match(stems, (candidate.note.title, *candidate.aliases))
         if count:
             order = (-count, -share, word_rank.get(note_id, far), ranks["meaning"].get(note_id, far))
             named.append((order, note_id, count))

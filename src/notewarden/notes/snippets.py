@@ -15,6 +15,7 @@ a note of any size.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from notewarden.notes.derived import fold_words, stemmed_words
@@ -39,46 +40,67 @@ def matching_stems(terms: Sequence[str]) -> list[str]:
     return [" ".join(stemmed_words(t)) for t in terms if fold_words(t)]
 
 
-def _term_of(word: str, stems: Sequence[str], heads: Sequence[str]) -> int | None:
-    folded = word.casefold() if word.isascii() else "".join(fold_words(word))
-    if not folded.startswith(tuple(heads)):  # most words: no stemming needed to say no
-        return None
-    key = stem(folded)
+def _folded(word: str) -> str:
+    return word.casefold() if word.isascii() else "".join(fold_words(word))
+
+
+def _term_of(word: str, stems: Sequence[str]) -> int | None:
+    key = stem(_folded(word))
     for i, wanted in enumerate(stems):
         if key.startswith(wanted):
             return i
     return None
 
 
+def _hits(body: str, spans: Sequence[tuple[int, int]], stems: Sequence[str]) -> dict[int, int]:
+    """Word index -> the term it matches. Only words that begin like a term's stem are stemmed
+    (most words: no stemming needed to say no), found by one regular expression over ASCII text;
+    text with other letters is folded word by word."""
+    heads = tuple(sorted({s[:3] for s in stems}, key=len, reverse=True))
+    if body.isascii():
+        starts = [a for a, _ in spans]
+        begins = re.compile("(?<![^\\W_])(?:" + "|".join(map(re.escape, heads)) + ")", re.IGNORECASE)
+        at_word = ((bisect_left(starts, m.start()), m.start()) for m in begins.finditer(body))
+        candidates = [i for i, start in at_word if i < len(starts) and starts[i] == start]
+    else:
+        candidates = [i for i, (a, b) in enumerate(spans) if _folded(body[a:b]).startswith(heads)]
+    found = {}
+    for i in candidates:
+        a, b = spans[i]
+        term = _term_of(body[a:b], stems)
+        if term is not None:
+            found[i] = term
+    return found
+
+
 def snippet(text: str, terms: Sequence[str]) -> str:
     """Rules 1-3: the best window of the note's text for `terms`, matches in bold."""
     body = text_after_front_matter(text[:SNIPPET_SCAN_CHARS])
-    spans = [(m.start(), m.end()) for m in _WORD.finditer(body)]
+    spans = [m.span() for m in _WORD.finditer(body)]
     if not spans:
         return ""
     stems = [s.split(" ")[0] for s in matching_stems(terms)]
-    heads = [s[:3] for s in stems]
-    hits = [_term_of(body[a:b], stems, heads) for a, b in spans] if stems else [None] * len(spans)
+    hits = _hits(body, spans, stems) if stems else {}
+    # The best window is the first with the most distinct terms, then the most matches; a window's
+    # score grows only when a match enters it, so only windows ending at a match are candidates.
     best_start, best_score = 0, (0, 0)
-    counts: dict[int, int] = {}
-    for end, hit in enumerate(hits):  # a sliding window: O(words)
-        if hit is not None:
-            counts[hit] = counts.get(hit, 0) + 1
+    at = sorted(hits)
+    first = 0
+    for last, end in enumerate(at):
         start = end - WINDOW_WORDS + 1
-        if start > 0 and (gone := hits[start - 1]) is not None:
-            counts[gone] -= 1
-            if not counts[gone]:
-                del counts[gone]
-        score = (len(counts), sum(counts.values()))
+        while at[first] < start:
+            first += 1
+        inside = [hits[i] for i in at[first : last + 1]]
+        score = (len(set(inside)), len(inside))
         if score > best_score:
             best_start, best_score = max(start, 0), score
     chosen = spans[best_start : best_start + WINDOW_WORDS]
     end = best_start + len(chosen)
-    pieces, at = [], chosen[0][0]
-    for (a, b), hit in zip(chosen, hits[best_start:end], strict=True):
-        pieces.append(body[at:a])
-        pieces.append(f"**{body[a:b]}**" if hit is not None else body[a:b])
-        at = b
+    pieces, cursor = [], chosen[0][0]
+    for index, (a, b) in enumerate(chosen, best_start):
+        pieces.append(body[cursor:a])
+        pieces.append(f"**{body[a:b]}**" if index in hits else body[a:b])
+        cursor = b
     shown = " ".join("".join(pieces).split())
     before = "…" if best_start > 0 else ""
     after = "…" if end < len(spans) else ""
