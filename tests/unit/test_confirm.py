@@ -7,17 +7,10 @@ import json
 import mcp_types as types
 import pytest
 
-from notewarden.confirm.forms import (
-    OUTCOMES,
-    VerdictKind,
-    delete_form,
-    delete_set_form,
-    judge_choice,
-    judge_confirmation,
-    judge_selection,
-    trash_empty_form,
-)
+from notewarden.confirm.forms import OUTCOMES, VerdictKind, judge_choice, judge_confirmation, judge_selection
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState, Selection
+from notewarden.tools.notes_delete import delete_form, delete_set_form
+from notewarden.tools.notes_trash import trash_empty_form
 from tests.schema import assert_valid
 
 CANDIDATES = (

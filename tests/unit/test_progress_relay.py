@@ -45,3 +45,16 @@ async def test_a_stalled_client_holds_no_worker_and_gets_the_last_value() -> Non
 async def test_without_a_progress_token_there_is_no_sink() -> None:
     async with progress_sink(None) as sink:
         assert sink is None
+
+
+@pytest.mark.anyio
+async def test_an_error_of_the_block_leaves_it_as_it_is() -> None:
+    """Not wrapped in the relay's task group's ExceptionGroup: the registry maps it (a refusal of a
+    purge whose trash changed, a bad requestState) as it would without a progress token."""
+
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        pass
+
+    with pytest.raises(LookupError, match="the trash changed"):
+        async with progress_sink(report):
+            raise LookupError("the trash changed")

@@ -28,9 +28,11 @@ receipt (what it did, and its result under `error.previous`) to the principal th
 another principal learns nothing.
 
 Rule 3: every error is mapped here. A state that fails verification is the SDK's own refusal
-(JSON-RPC -32602 "Invalid or expired requestState", the reason in the log only); `Refusal` and
-an unreachable ledger are tool errors (`isError`, `structuredContent.error = {code, message}`);
-anything else is a bug and propagates.
+(JSON-RPC -32602 "Invalid or expired requestState", the reason in the log only:
+`invalid_state_error`); `Refusal` and an unreachable ledger are tool errors (`isError`,
+`structuredContent.error = {code, message}`: `Refusal.result`); anything else is a bug and
+propagates. notewarden's own registry answers with these two as well (its `ToolFailure` is
+`Refusal`), so a server has one wording of each.
 
 Rule 4: blocking work (the caller's `offer` and `effect`, every ledger call) runs in a worker
 thread (`anyio.to_thread`), never on the event loop. Fault points (`faults.fault_point`) mark

@@ -17,9 +17,9 @@ Three shapes of form share this table (`Answer`): pick one of the candidates and
 (`pick_one_form`, judged by `judge_choice`), keep or untick each of a set the caller named, all
 ticked at first (`pick_some_form`, `judge_selection`), and yes or no to a described effect
 (`yes_no_form`, `judge_confirmation`). For the two with a selection, "the set in the set" rule
-holds: a selection outside the offered candidates is INVALID, never partly applied. The wordings
-of notewarden's own tools (`delete_form`, `delete_set_form`, `trash_empty_form`,
-`history_purge_form`) are those shapes with their sentences.
+holds: a selection outside the offered candidates is INVALID, never partly applied. notewarden's
+own tools word their forms with these shapes beside their code (`tools.notes_delete`,
+`tools.notes_trash`, `tools.notes_history`); none of that wording is in this library.
 
 Every text a form shows (its message, each choice's title, each line of a listing) goes through
 `display.visible`, so a name with a bidi control or a zero-width character reads as what it is;
@@ -39,30 +39,20 @@ from notewarden.display import visible, visible_line
 __all__ = [
     "CHOICE_FIELD",
     "CONFIRM_FIELD",
-    "DELETE_INPUT_KEY",
-    "HISTORY_PURGE_INPUT_KEY",
     "OUTCOMES",
     "SET_FIELD",
-    "TRASH_EMPTY_INPUT_KEY",
     "Answer",
     "Outcome",
     "Verdict",
     "VerdictKind",
-    "delete_form",
-    "delete_set_form",
-    "history_purge_form",
     "judge_choice",
     "judge_confirmation",
     "judge_selection",
     "pick_one_form",
     "pick_some_form",
-    "trash_empty_form",
     "yes_no_form",
 ]
 
-DELETE_INPUT_KEY = "delete_choice"
-TRASH_EMPTY_INPUT_KEY = "empty_trash"
-HISTORY_PURGE_INPUT_KEY = "purge_history"
 CHOICE_FIELD = "note_id"
 """The pick-one field (the name is kept from notewarden's first form; any candidate id goes in it)."""
 SET_FIELD = "note_ids"
@@ -203,56 +193,6 @@ def _form(message: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
-    """notes_delete by title: pick the one note to delete and confirm."""
-    count = len(candidates)
-    matches = "1 note matches" if count == 1 else f"{count} notes match"
-    return pick_one_form(
-        f"Delete a note from workspace {workspace}: {matches} “{visible_line(query)}”. "
-        "Pick the one to delete and confirm. It will be moved to the workspace trash.",
-        candidates,
-        pick_title="Note to delete",
-        description="Title, path and last modification of each matching note.",
-        confirm_title="Yes, move the selected note to the trash",
-    )
-
-
-def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
-    """notes_delete by ids: every note ticked, the user unticks any to keep."""
-    count = len(candidates)
-    notes = "this note" if count == 1 else f"these {count} notes"
-    return pick_some_form(
-        f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
-        "They will be moved to the workspace trash.",
-        candidates,
-        pick_title="Notes to delete",
-        description="Title, path and last modification of each note.",
-        confirm_title="Yes, move the selected notes to the trash",
-    )
-
-
-def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
-    """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
-    notes = "1 note" if count == 1 else f"{count} notes"
-    return yes_no_form(
-        f"Permanently delete {notes} from the trash of workspace {workspace}? This cannot be undone.",
-        listing,
-        more,
-        f"Yes, permanently delete {notes}",
-    )
-
-
-def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
-    """The input request confirming that saved versions of notes (`where`) are deleted for good."""
-    versions = "1 saved version" if count == 1 else f"{count} saved versions"
-    return yes_no_form(
-        f"Permanently delete {versions} of {where}? They can no longer be restored. This cannot be undone.",
-        listing,
-        more,
-        f"Yes, permanently delete {versions}",
-    )
-
-
 def judge_choice(
     answer: Any, candidates: Sequence[Candidate], *, field: str = CHOICE_FIELD, noun: str = "note"
 ) -> Verdict:
@@ -300,7 +240,7 @@ def judge_selection(
 
 
 def judge_confirmation(answer: Any, candidates: Sequence[Candidate] = ()) -> Verdict:
-    """Classify an answer to a yes/no form (`yes_no_form`, `trash_empty_form`, …). A yes applies to
+    """Classify an answer to a yes/no form (`yes_no_form`). A yes applies to
     every offered candidate (`chosen`: the sealed set the form listed, nothing the answer names)."""
     judged = _content(answer, (CONFIRM_FIELD,), "")
     if isinstance(judged, Verdict):

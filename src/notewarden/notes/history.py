@@ -16,12 +16,11 @@ Rule 3: retention (`[history] max_versions`, `max_age_days`) is applied on each 
 note keeps its newest `max_versions` entries, and entries of the workspace older than
 `max_age_days` go; entries of trashed notes stay as long as their trash entry. Purging on request
 (`notes_history_purge`) is confirmed like emptying the trash; it selects with `select` and
-deletes with `delete`, bound to the digest of what the user saw (`selection_digest`).
+deletes with `delete`, bound to the digest of what the user saw (`tools.confirmed`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +38,6 @@ __all__ = [
     "HistoryLog",
     "Retention",
     "new_version_id",
-    "selection_digest",
 ]
 
 HISTORY_SCHEMA = SchemaComponent(
@@ -132,13 +130,6 @@ class Retention:
 
 def new_version_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
-
-
-def selection_digest(entries: Sequence[HistoryEntry]) -> str:
-    digest = hashlib.sha256()
-    for e in sorted(entries, key=lambda e: e.version_id):
-        digest.update(f"{e.version_id}\0{e.note_id}\0{e.version}\n".encode())
-    return digest.hexdigest()
 
 
 def _entry(row: Sequence[Any]) -> HistoryEntry:

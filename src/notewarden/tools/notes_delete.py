@@ -30,10 +30,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import mcp_types as types
-
 from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
-from notewarden.confirm.forms import DELETE_INPUT_KEY, Answer, delete_form, delete_set_form
+from notewarden.confirm.forms import Answer, pick_one_form, pick_some_form
 from notewarden.confirm.state import Candidate, ConfirmationState, InvalidState
 from notewarden.display import visible_line
 from notewarden.notes.model import Note, NoteIdentity, match_words, matched_name
@@ -42,13 +40,22 @@ from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
-from notewarden.tools.results import confirm_in_workspace, reauthorize_sealed, sealed_workspace
+from notewarden.tools.confirmed import confirm_in_workspace, reauthorize_sealed, sealed_workspace
+from notewarden.tools.registry import (
+    DESTRUCTIVE,
+    ToolCall,
+    ToolDef,
+    ToolFailure,
+    ToolResult,
+    declare,
+    require_form_elicitation,
+)
 from notewarden.tools.workspace_hint import resolve_workspace
 
-__all__ = ["MAX_CANDIDATES", "PHASE", "notes_delete"]
+__all__ = ["DELETE_INPUT_KEY", "MAX_CANDIDATES", "PHASE", "delete_form", "delete_set_form", "notes_delete"]
 
 PHASE = "notes_delete/confirm"
+DELETE_INPUT_KEY = "delete_choice"
 MAX_CANDIDATES = 25
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -212,6 +219,34 @@ def delete_request(
     return delete_set_form(str(scope.uri), candidates)
 
 
+def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
+    """notes_delete by title: pick the one note to delete and confirm."""
+    count = len(candidates)
+    matches = "1 note matches" if count == 1 else f"{count} notes match"
+    return pick_one_form(
+        f"Delete a note from workspace {workspace}: {matches} “{visible_line(query)}”. "
+        "Pick the one to delete and confirm. It will be moved to the workspace trash.",
+        candidates,
+        pick_title="Note to delete",
+        description="Title, path and last modification of each matching note.",
+        confirm_title="Yes, move the selected note to the trash",
+    )
+
+
+def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
+    """notes_delete by ids: every note ticked, the user unticks any to keep."""
+    count = len(candidates)
+    notes = "this note" if count == 1 else f"these {count} notes"
+    return pick_some_form(
+        f"Delete {notes} from workspace {workspace}? Untick any you want to keep, then confirm. "
+        "They will be moved to the workspace trash.",
+        candidates,
+        pick_title="Notes to delete",
+        description="Title, path and last modification of each note.",
+        confirm_title="Yes, move the selected notes to the trash",
+    )
+
+
 def delete_result(outcome: str, workspace: str, deleted: Sequence[TrashedNote]) -> dict[str, Any]:
     return {
         "outcome": outcome,
@@ -275,24 +310,18 @@ def find_candidates(
 
 def notes_delete(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_delete",
-            title="Delete a note",
-            description=(
+        tool=declare(
+            "notes_delete",
+            "Delete a note",
+            (
                 "Move one note of a workspace to its trash. The user picks the note among those whose "
                 "title matches and confirms it in a form (elicitation); nothing is deleted without that. "
                 "Deleted notes stay in the workspace trash and can be restored. Give noteIds instead of "
                 "title to delete a known set of notes; the user confirms them (and may untick any)."
             ),
-            input_schema=INPUT_SCHEMA,
-            output_schema=OUTPUT_SCHEMA,
-            annotations=types.ToolAnnotations(
-                title="Delete a note",
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=False,
-                open_world_hint=False,
-            ),
+            INPUT_SCHEMA,
+            OUTPUT_SCHEMA,
+            **DESTRUCTIVE,
         ),
         handler=DeleteTool(services),
         right=Right.DELETE,

@@ -5,58 +5,61 @@ Every write that replaces a note's content saves what it replaced (`notes.histor
 through the same `rewrite_note` as every write (so the content it replaces is saved in turn, and
 a revert is undone by reverting to the version it saved) and answers with `notes_edit`'s receipt.
 
-Purging is permanent, so it is confirmed like emptying the trash (`notes_trash`), with its own
-phase and form:
+Purging is permanent, so it is confirmed like emptying the trash (`notes_trash`): a bounded
+confirmed purge (`tools.confirmed.BoundedPurge`, whose steps it follows), with its own phase and
+form:
 
-    1 authorize, 2 contain   as everywhere
     3 find      the saved versions to purge: all of the workspace (or folder, or one note's), or
                 those saved more than olderThanDays ago; not those of notes in the trash, which
                 go when the trash is emptied
-    4 ask       a yes/no form saying how many and which; sealed state with a `Selection`
-    5 verify    SDK boundary + phase, principal, arguments, workspace  (`confirm.flow`)
-    6 judge     `forms.judge_confirmation` under the same OUTCOMES table
-    7 commit    one transaction: claim the confirmation id (`confirm.flow`), re-authorize, re-contain, select
-                again with the sealed bound; the digest must match (else `history_changed`,
-                nothing purged); purge
+    4 ask       a yes/no form saying how many and which (`history_purge_form`); the sealed
+                `Selection` digests each version's id, note and content version
+    7 commit    the digest must match (else `history_changed`, nothing purged); purge
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
-import mcp_types as types
 
-from notewarden.confirm.flow import Confirmed, Done, Offer, retriable
-from notewarden.confirm.forms import HISTORY_PURGE_INPUT_KEY, Answer, history_purge_form
-from notewarden.confirm.state import ConfirmationState, Selection
+from notewarden.confirm.state import ConfirmationState
 from notewarden.display import visible, visible_line
-from notewarden.notes.history import HistoryEntry, selection_digest
+from notewarden.ledger import LedgerTxn
+from notewarden.notes.history import HistoryEntry
 from notewarden.notes.store import replace_with
 from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
+from notewarden.tools.confirmed import BoundedPurge, purge_form, purge_inputs, purge_outputs
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, require_form_elicitation
-from notewarden.tools.results import (
-    NOTE_ID,
-    WORKSPACE_URI,
-    complete,
-    confirm_in_workspace,
-    iso8601,
-    reauthorize_sealed,
-    sealed_workspace,
+from notewarden.tools.registry import (
+    DESTRUCTIVE,
+    READ_ONLY,
+    ToolCall,
+    ToolDef,
+    ToolFailure,
+    ToolResult,
+    declare,
 )
+from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, complete, iso8601
 
-__all__ = ["PHASE", "notes_history", "notes_history_purge", "notes_revert"]
+__all__ = [
+    "HISTORY_PURGE_INPUT_KEY",
+    "PHASE",
+    "history_purge_form",
+    "notes_history",
+    "notes_history_purge",
+    "notes_revert",
+]
 
 PHASE = "notes_history_purge/confirm"
+HISTORY_PURGE_INPUT_KEY = "purge_history"
 PAGE_SIZE, MAX_PAGE = 50, 500
 SHOWN_IN_FORM = 20
 VERSION_ID: dict[str, Any] = {
@@ -133,121 +136,71 @@ class HistoryTools:
 
     # notes_history_purge
 
-    def _selected(self, scope: WorkspaceScope, note_id: str | None, bound: float) -> list[HistoryEntry]:
-        with self.services.trash_ledger(scope.workspace).critical_section() as txn:
-            entries = self.services.store.select_history(txn, scope, saved_before=bound)
-        return [e for e in entries if note_id is None or e.note_id == note_id]
-
     async def purge(self, call: ToolCall) -> ToolResult:
-        require_form_elicitation(
-            call.capabilities, "notes_history_purge needs form elicitation to let the user confirm the purge"
-        )
-        scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
+        store = self.services.store
         note_id = call.arguments.get("noteId")
         workspace = str(call.arguments["workspaceUri"])
 
-        def offer(prior: ConfirmationState | None) -> Offer | types.CallToolResult:  # 3 find, 4 ask
-            if prior is not None and prior.selection is not None:
-                bound = prior.selection.bound
-            else:
-                bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
-            entries = self._selected(scope, note_id, bound)
-            if not entries:
-                return complete(self._result("nothing_to_purge", str(scope.uri), 0))
-            return Offer(
-                self.form(scope, note_id, entries),
-                selection=Selection(len(entries), selection_digest(entries), bound),
-                data=sealed_workspace(scope),
-            )
+        def select(txn: LedgerTxn, scope: WorkspaceScope, bound: float) -> list[HistoryEntry]:
+            entries = store.select_history(txn, scope, saved_before=bound)
+            return [e for e in entries if note_id is None or e.note_id == note_id]
 
-        def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
-            purged = self.purge_selected(call, confirmed)
-            where = visible_line(note_id or str(confirmed.state.bound["workspace"]))
-            return Done(
-                self._result("purged", workspace, purged),
-                f"{purged} saved version(s) of {where} were purged for good",
-            )
+        def form(scope: WorkspaceScope, entries: Sequence[HistoryEntry]) -> dict[str, Any]:
+            shown = [
+                f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
+                for e in entries[:SHOWN_IN_FORM]
+            ]
+            where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
+            return history_purge_form(visible_line(where), len(entries), shown, len(entries) - len(shown))
 
-        def unchanged(outcome: str, until: str | None) -> Done:
-            return Done(retriable(self._result(outcome, workspace, 0), until))
+        def result(outcome: str, scope: WorkspaceScope, purged: Sequence[HistoryEntry]) -> dict[str, Any]:
+            shown = str(scope.uri) if outcome == "nothing_to_purge" else workspace
+            return {"outcome": outcome, "workspaceUri": shown, "purged": len(purged)}
 
-        return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
-            self.services,
-            call,
-            scope,
-            answer=Answer.YES_NO,
+        def where(state: ConfirmationState) -> str:
+            return note_id or str(state.bound["workspace"])
+
+        return await BoundedPurge(
             done_label="purged",
-            input_key=HISTORY_PURGE_INPUT_KEY,
+            nothing_label="nothing_to_purge",
             nothing_done="nothing was purged",
+            input_key=HISTORY_PURGE_INPUT_KEY,
             phase=PHASE,
-            offer=offer,
-            effect=effect,
-            unchanged=unchanged,
-        )
-
-    @staticmethod
-    def form(scope: WorkspaceScope, note_id: str | None, entries: Sequence[HistoryEntry]) -> dict[str, Any]:
-        shown = [
-            f"{e.note_id} — saved {datetime.fromtimestamp(e.saved_at, tz=UTC):%Y-%m-%d %H:%M} UTC — {e.summary}"
-            for e in entries[:SHOWN_IN_FORM]
-        ]
-        where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
-        return history_purge_form(visible_line(where), len(entries), shown, len(entries) - len(shown))
-
-    def purge_selected(self, call: ToolCall, confirmed: Confirmed) -> int:
-        """Select again with the sealed bound; the digest must match, or nothing is purged."""
-        selection = confirmed.state.selection
-        assert selection is not None
-        scope = reauthorize_sealed(
-            self.services.grants, call.caller, call.arguments["workspaceUri"], confirmed.state
-        )
-        note_id = call.arguments.get("noteId")
-        entries = [
-            e
-            for e in self.services.store.select_history(confirmed.txn, scope, saved_before=selection.bound)
-            if note_id is None or e.note_id == note_id
-        ]
-        if selection_digest(entries) != selection.digest:
-            raise ToolFailure(
-                "history_changed",
-                f"nothing was purged: the saved versions changed since you confirmed "
-                f"({selection.count} then, {len(entries)} now). Call notes_history_purge "
-                "again and confirm anew.",
-            )
-        where = visible(note_id or str(confirmed.state.bound["workspace"]))
-        change = call.change(
-            f"{len(entries)} saved version(s) of {where} purged for good",
-            confirmation_id=confirmed.state.confirmation_id,
-        )
-        return self.services.store.purge_history(confirmed.txn, scope, entries, change=change)
-
-    @staticmethod
-    def _result(outcome: str, workspace: str, purged: int) -> dict[str, Any]:
-        return {"outcome": outcome, "workspaceUri": workspace, "purged": purged}
+            changed_code="history_changed",
+            changed_what="the saved versions",
+            counted="",
+            select=select,
+            key=lambda e: f"{e.version_id}\0{e.note_id}\0{e.version}",
+            form=form,
+            change=lambda entries, state: (
+                f"{len(entries)} saved version(s) of {visible(where(state))} purged for good"
+            ),
+            purge=lambda txn, scope, entries, change, _: store.purge_history(
+                txn, scope, entries, change=change
+            ),
+            result=result,
+            receipt=lambda _, purged, state: (
+                f"{len(purged)} saved version(s) of {visible_line(where(state))} were purged for good"
+            ),
+        ).run(self.services, call)
 
 
-def _annotations(
-    title: str, *, read_only: bool, destructive: bool, idempotent: bool
-) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
+def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
+    """The input request confirming that saved versions of notes (`where`) are deleted for good."""
+    versions = "1 saved version" if count == 1 else f"{count} saved versions"
+    return purge_form(f"{versions} of {where}", versions, listing, more, " They can no longer be restored.")
 
 
 def notes_history(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_history",
-            title="List a note's versions",
-            description="List the saved versions of a note, newest first: each is a content the note had until a "
+        tool=declare(
+            "notes_history",
+            "List a note's versions",
+            "List the saved versions of a note, newest first: each is a content the note had until a "
             "write replaced it (when, by whom, with which tool, a one-line summary, size). notes_read with "
             f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} a page by default (limit up to "
             f"{MAX_PAGE}; pass nextCursor back as cursor). Read-only.",
-            input_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
@@ -257,7 +210,7 @@ def notes_history(services: Services) -> ToolDef:
                 "required": ["workspaceUri", "noteId"],
                 "additionalProperties": False,
             },
-            output_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": {"type": "string"},
@@ -276,9 +229,7 @@ def notes_history(services: Services) -> ToolDef:
                 },
                 "required": ["workspaceUri", "noteId", "count", "versions"],
             },
-            annotations=_annotations(
-                "List a note's versions", read_only=True, destructive=False, idempotent=True
-            ),
+            **READ_ONLY,
         ),
         handler=HistoryTools(services).list_versions,
         right=Right.READ,
@@ -287,14 +238,14 @@ def notes_history(services: Services) -> ToolDef:
 
 def notes_revert(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_revert",
-            title="Revert a note",
-            description="Bring back a saved version of a note (versionId from notes_history or a receipt's "
+        tool=declare(
+            "notes_revert",
+            "Revert a note",
+            "Bring back a saved version of a note (versionId from notes_history or a receipt's "
             "previousVersionId). The current content is saved in turn, so a revert can itself be reverted. "
             "With expectedVersion, only if the note is still at that version. Returns the same receipt as "
             "notes_edit; dryRun: true previews the diff and writes nothing.",
-            input_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
@@ -306,7 +257,7 @@ def notes_revert(services: Services) -> ToolDef:
                 "required": ["workspaceUri", "noteId", "versionId"],
                 "additionalProperties": False,
             },
-            output_schema={
+            {
                 "type": "object",
                 "properties": {
                     "workspaceUri": {"type": "string"},
@@ -324,7 +275,9 @@ def notes_revert(services: Services) -> ToolDef:
                     "revertedTo",
                 ],
             },
-            annotations=_annotations("Revert a note", read_only=False, destructive=True, idempotent=True),
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
         ),
         handler=HistoryTools(services).revert,
         right=Right.WRITE,
@@ -333,38 +286,16 @@ def notes_revert(services: Services) -> ToolDef:
 
 def notes_history_purge(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_history_purge",
-            title="Purge saved versions",
-            description="Permanently delete saved versions of notes: of every note in the workspace (or folder), "
+        tool=declare(
+            "notes_history_purge",
+            "Purge saved versions",
+            "Permanently delete saved versions of notes: of every note in the workspace (or folder), "
             "or of noteId only; all, or those saved more than olderThanDays ago. The user sees how many and "
             "which, and confirms in a form (elicitation); nothing is deleted without that. The current notes "
             "are not touched. This cannot be undone.",
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "olderThanDays": {"type": "integer", "minimum": 0, "maximum": 36500},
-                },
-                "required": ["workspaceUri"],
-                "additionalProperties": False,
-            },
-            output_schema={
-                "type": "object",
-                "properties": {
-                    "outcome": {
-                        "enum": ["purged", "nothing_to_purge", "declined", "cancelled", "not_confirmed"]
-                    },
-                    "workspaceUri": {"type": "string"},
-                    "purged": {"type": "integer", "minimum": 0},
-                    "retriableUntil": {"type": "string"},
-                },
-                "required": ["outcome", "workspaceUri", "purged"],
-            },
-            annotations=_annotations(
-                "Purge saved versions", read_only=False, destructive=True, idempotent=False
-            ),
+            purge_inputs(noteId=NOTE_ID),
+            purge_outputs("purged", "nothing_to_purge"),
+            **DESTRUCTIVE,
         ),
         handler=HistoryTools(services).purge,
         right=Right.PURGE,

@@ -68,12 +68,11 @@ from notewarden.confirm.flow import (
     Done,
     Refusal,
     already_used,
-    invalid_state_error,
     iso8601,
     receipt,
 )
 from notewarden.confirm.forms import Answer, Outcome, Verdict, VerdictKind
-from notewarden.confirm.state import ConfirmationState, InvalidState
+from notewarden.confirm.state import ConfirmationState
 from notewarden.display import visible, visible_line
 from notewarden.ledger import Claim, LedgerTxn, LedgerUnavailable
 from notewarden.ledger.pending import claim_pending, settle_pending
@@ -88,11 +87,13 @@ from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.registry import (
+    ADDS,
     MissingCapability,
     ToolCall,
     ToolDef,
     ToolFailure,
     ToolResult,
+    declare,
 )
 
 __all__ = [
@@ -224,12 +225,6 @@ class PublishTool:
             raise ToolFailure("publish_unavailable", "publishing is not set up on this server")
         return self.services.connections
 
-    async def __call__(self, call: ToolCall) -> ToolResult:
-        try:
-            return await self.publish(call)
-        except Refusal as refusal:
-            return refusal.result()
-
     async def publish(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])  # 1
         target = self.target(call.arguments["target"])
@@ -250,12 +245,9 @@ class PublishTool:
         if call.request_state is None:
             state = await anyio.to_thread.run_sync(self.start, call, action, bound, target, note)
             return self.ask(target, note, state)  # 4 ask
-        try:  # 5 verify
-            state = action.verify(
-                call.request_state, principal=call.principal, arguments=call.arguments, bound=bound
-            )
-        except InvalidState as exc:
-            raise invalid_state_error(call.name, exc) from None
+        state = action.verify(  # 5 verify (a bad state: `InvalidState`, which the registry maps)
+            call.request_state, principal=call.principal, arguments=call.arguments, bound=bound
+        )
         record = await anyio.to_thread.run_sync(connections.get, state.data["connection_id"])
         verdict = judge_connect(call.input_responses.get(CONNECT_INPUT_KEY), record)  # 6 judge
         if verdict in (ConnectVerdict.MISSING, ConnectVerdict.WAITING):
@@ -612,24 +604,19 @@ def require_url_elicitation(capabilities: types.ClientCapabilities | None) -> No
 
 def notes_publish(services: Services) -> ToolDef:
     return ToolDef(
-        tool=types.Tool(
-            name="notes_publish",
-            title="Publish a note",
-            description=(
+        tool=declare(
+            "notes_publish",
+            "Publish a note",
+            (
                 "Send one note to a publish target configured on the server (for example a team blog). "
                 "The first time, the user connects the target on notewarden's own web page (URL "
                 "elicitation): the credential never passes through the client."
             ),
-            input_schema=INPUT_SCHEMA,
-            output_schema=OUTPUT_SCHEMA,
-            annotations=types.ToolAnnotations(
-                title="Publish a note",
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=False,
-                open_world_hint=True,
-            ),
+            INPUT_SCHEMA,
+            OUTPUT_SCHEMA,
+            **ADDS,
+            open_world_hint=True,
         ),
-        handler=PublishTool(services),
+        handler=PublishTool(services).publish,
         right=Right.PUBLISH,
     )

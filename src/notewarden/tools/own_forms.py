@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notewarden.confirm.forms import delete_form, delete_set_form, history_purge_form, trash_empty_form
 from notewarden.confirm.state import Candidate
 from notewarden.forms.lint import Problem, lint_form
 from notewarden.notes.model import Note, NoteIdentity
-from notewarden.tools.notes_delete import MAX_CANDIDATES, as_candidate
+from notewarden.tools.notes_delete import MAX_CANDIDATES, as_candidate, delete_form, delete_set_form
+from notewarden.tools.notes_history import history_purge_form
+from notewarden.tools.notes_trash import trash_empty_form
 from notewarden.tools.workspace_hint import MAX_OFFERED_WORKSPACES, choice_form
 
 __all__ = ["check_own_forms", "own_forms"]

@@ -22,13 +22,12 @@ errors, everything a model can correct is a tool result with `isError: true` and
 | unknown tool name                        | JSON-RPC -32602                              |
 | a tool whose right the caller holds nowhere | tool error `right_missing`                |
 | `MissingCapability`                      | JSON-RPC -32021, data.requiredCapabilities   |
-| `confirm.state.InvalidState`             | JSON-RPC -32602 "Invalid or expired requestState" |
-| `ToolFailure` and the mapped domain errors below | tool error with the code in `ERROR_CODES` |
+| `confirm.state.InvalidState`             | JSON-RPC -32602 "Invalid or expired requestState" (`confirm.flow.invalid_state_error`, the one mapping) |
+| `ToolFailure` (`confirm.flow.Refusal`) and the mapped domain errors below | tool error with the code in `ERROR_CODES` (`Refusal.result`) |
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -40,9 +39,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
-from notewarden.confirm.flow import ToolResult
+from notewarden.confirm.flow import Refusal, ToolResult, invalid_state_error
 from notewarden.confirm.state import InvalidState
-from notewarden.display import visible
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.history import Change
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
@@ -52,6 +50,8 @@ from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, Scope
 from notewarden.scope.rights import Caller, Right, RightMissing, describe_rights
 
 __all__ = [
+    "ADDS",
+    "DESTRUCTIVE",
     "ERROR_CODES",
     "READ_ONLY",
     "LiveElicitation",
@@ -68,16 +68,10 @@ __all__ = [
     "tool_error",
 ]
 
-logger = logging.getLogger(__name__)
-
-
-class ToolFailure(Exception):
-    """A business failure the caller can act on; `code` is a stable machine-readable label."""
-
-    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.details = details or {}
+ToolFailure = Refusal
+"""A failure the caller can act on, `code` a stable machine-readable label: the confirmation
+library's `Refusal` under the name notewarden's tools raise it by, so a tool and the confirmation
+path speak one vocabulary, answered in one shape (`Refusal.result`)."""
 
 
 class MissingCapability(Exception):
@@ -247,6 +241,14 @@ def _described(value: Any) -> str:
 
 READ_ONLY: Mapping[str, bool] = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True}
 """The hints of a tool that only reads (`docs/notes-toolset.md` says why each tool's hints are what they are)."""
+ADDS: Mapping[str, bool] = {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False}
+"""The hints of a tool that writes without replacing or removing anything (create, restore, publish)."""
+DESTRUCTIVE: Mapping[str, bool] = {
+    "read_only_hint": False,
+    "destructive_hint": True,
+    "idempotent_hint": False,
+}
+"""The hints of a tool that replaces or removes, and does more when called again (delete, purge)."""
 
 
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -312,12 +314,7 @@ def known_failure(exc: Exception) -> ToolFailure | None:
 def tool_error(code: str, message: str, details: Mapping[str, Any] | None = None) -> types.CallToolResult:
     """`details` (e.g. `currentVersion`) go beside code and message in `structuredContent.error`.
     The message is prose for a person: format characters in names it quotes are escaped."""
-    message = visible(message)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)],
-        structured_content={"error": {**(details or {}), "code": code, "message": message}},
-        is_error=True,
-    )
+    return Refusal(code, message, details).result()
 
 
 RightsHeld = Callable[[ToolCall], frozenset[Right]]
@@ -388,12 +385,7 @@ class ToolRegistry:
                 data={"requiredCapabilities": dict(exc.required)},
             ) from None
         except InvalidState as exc:
-            logger.warning("requestState rejected by %s: %s", call.name, exc)
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message="Invalid or expired requestState",
-                data={"reason": "invalid_request_state"},
-            ) from None
+            raise invalid_state_error(call.name, exc) from None
         except Exception as exc:
             failure = known_failure(exc)
             if failure is None:

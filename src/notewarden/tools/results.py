@@ -4,8 +4,9 @@ Every result of these tools carries `structuredContent` and, in one text block, 
 object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing. That text
 is shown to people: format characters in it are JSON-escaped (`display.visible_json`).
 
-A confirmed tool's receipt and its one answer to a confirmation already used are the confirmation
-path's (`confirm.flow`: `receipt`, `already_used`), like every other step of it.
+What confirmed tools share (the workspace binding, the re-authorization, the bounded purge) is
+their kit, `tools.confirmed`; their receipts and the one answer to a confirmation already used
+are the confirmation path's (`confirm.flow`: `receipt`, `already_used`).
 """
 
 from __future__ import annotations
@@ -18,26 +19,12 @@ import anyio
 import anyio.from_thread
 import mcp_types as types
 
-from notewarden.confirm.flow import (
-    AskLive,
-    ConfirmedAction,
-    Done,
-    EffectFn,
-    OfferFn,
-    ToolResult,
-    UnchangedFn,
-    answer,
-    iso8601,
-)
-from notewarden.confirm.forms import Answer
-from notewarden.confirm.state import ConfirmationState
+from notewarden.confirm.flow import Done, answer, iso8601
 from notewarden.notes.model import Note
 from notewarden.notes.store import ProgressSink
-from notewarden.scope.grants import Grants, WorkspaceScope
+from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import NOTE_SUFFIXES
-from notewarden.scope.rights import Caller
-from notewarden.services import Services
-from notewarden.tools.registry import ToolCall, ToolFailure
+from notewarden.tools.registry import ToolFailure
 
 ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -48,14 +35,11 @@ __all__ = [
     "WORKSPACE_URI",
     "complete",
     "completion",
-    "confirm_in_workspace",
     "iso8601",
     "note_object",
     "note_uri",
     "progress_sink",
-    "reauthorize_sealed",
     "require_note_path",
-    "sealed_workspace",
 ]
 
 WORKSPACE_URI: dict[str, Any] = {
@@ -115,67 +99,6 @@ def complete(structured: Mapping[str, Any]) -> types.CallToolResult:
     return answer(Done(structured))
 
 
-def sealed_workspace(scope: WorkspaceScope) -> dict[str, str]:
-    """The workspace folder's identity, for a confirmation to carry to its commit (`Offer.data`)."""
-    dev, ino = scope.identity
-    return {"workspace_identity": f"{dev}:{ino}"}
-
-
-async def confirm_in_workspace(
-    services: Services,
-    call: ToolCall,
-    scope: WorkspaceScope,
-    *,
-    answer: Answer,
-    done_label: str,
-    input_key: str,
-    nothing_done: str,
-    phase: str,
-    offer: OfferFn,
-    effect: EffectFn,
-    unchanged: UnchangedFn,
-    noun: str = "item",
-    arguments: Mapping[str, Any] | None = None,
-    live: AskLive | None = None,
-) -> ToolResult:
-    """Steps 5 verify, 6 judge and 7 commit of a confirmed tool on a workspace (`confirm.flow`): claimed
-    in the ledger that owns the folder's trash, answerable for the configured time, bound to the
-    call's principal, its arguments (or those given) and the workspace."""
-    action = ConfirmedAction(
-        tool=call.name,
-        ledger=services.trash_ledger(scope.workspace),
-        answer=answer,
-        ttl_seconds=services.config.confirmation_ttl_seconds,
-        done_label=done_label,
-        input_key=input_key,
-        nothing_done=nothing_done,
-        phase=phase,
-        noun=noun,
-    )
-    return await action.run(
-        principal=call.principal,
-        arguments=call.arguments if arguments is None else arguments,
-        request_state=call.request_state,
-        input_responses=call.input_responses,
-        offer=offer,
-        effect=effect,
-        unchanged=unchanged,
-        bound={"workspace": str(scope.workspace)},
-        live=live,
-    )
-
-
-def reauthorize_sealed(
-    grants: Grants[Any], caller: Caller, workspace_uri: str, state: ConfirmationState
-) -> WorkspaceScope:
-    """In a confirmed commit: authorize (the call's right, on the live configuration) and contain
-    again, and check the folder is the one confirmed."""
-    scope = grants.reauthorize_workspace(caller, workspace_uri)
-    dev, ino = state.data["workspace_identity"].split(":")
-    scope.verify_identity((int(dev), int(ino)))
-    return scope
-
-
 def require_note_path(path: str, argument: str) -> str:
     """A new note's path must end like a note and name nothing hidden, or it would vanish from every
     listing, search and delete."""
@@ -201,17 +124,24 @@ async def progress_sink(report: ProgressReporter | None) -> AsyncIterator[Progre
     latest (done, total, message) for a relay task on the event loop, which sends it as the
     request's `notifications/progress`, keeping `progress` strictly increasing. So a slow client
     never holds a thread, nor the ledger's lock a purge runs under. The last value left is sent
-    before the block ends (before the result). `report` is None when the request asked for none."""
+    before the block ends (before the result). `report` is None when the request asked for none.
+    An exception of the block leaves it as it is, not wrapped in an `ExceptionGroup`, so the
+    registry maps it like any other (a tool error, -32602 for a bad `requestState`)."""
     if report is None:
         yield None
         return
     relay = _ProgressRelay(report)
+    failed: Exception | None = None
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(relay.run)
         try:
             yield relay.post
+        except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
+            failed = exc
         finally:
             tasks.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
     await relay.flush()
 
 

@@ -1,0 +1,286 @@
+"""The kit of notewarden's confirmed tools, on top of the confirmation path (`confirm.flow`).
+
+What `notes_delete`, `notes_trash_empty` and `notes_history_purge` share, so that a new confirmed
+tool writes only its own part (its schemas, its form, its store call):
+
+    the check     `tools.registry.require_form_elicitation`: form mode, or -32021 naming it
+    the binding   `confirm_in_workspace`: the tool's `ConfirmedAction`, claimed in the ledger that
+                  owns the workspace's trash, bound to the workspace; `sealed_workspace` carries the
+                  folder's identity to the commit (`Offer.data`)
+    the re-check  `reauthorize_sealed`: in the commit, authorize and contain again on the live
+                  configuration, and check the folder is the one confirmed
+    the purge     `BoundedPurge`: a permanent purge of what a selection holds up to a time bound,
+                  confirmed by yes or no (`notes_trash_empty`, `notes_history_purge`)
+
+Rule 1: a bounded purge is bound to what the user saw, not to what the commit finds. Round 1
+seals the `Selection`: the bound (now minus `olderThanDays`), the count and `selection_digest` of
+the entries' keys. The commit, in the claim's transaction, re-authorizes, selects again at the
+sealed bound and purges only when the digest is the same; otherwise it refuses (`changed_code`),
+nothing is purged, and the claim rolls back with the refusal; so when the store finds an entry
+that is no longer the one listed (`IdentityMismatch`). Asked again (no answer), the form
+keeps the sealed bound, so the same entries are offered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import mcp_types as types
+
+from notewarden.confirm.flow import (
+    AskLive,
+    Confirmed,
+    ConfirmedAction,
+    Done,
+    EffectFn,
+    Offer,
+    OfferFn,
+    Refusal,
+    ToolResult,
+    UnchangedFn,
+    retriable,
+)
+from notewarden.confirm.forms import Answer, yes_no_form
+from notewarden.confirm.state import ConfirmationState, Selection
+from notewarden.ledger import LedgerTxn
+from notewarden.notes.history import Change
+from notewarden.notes.store import ProgressSink
+from notewarden.scope.fs_errors import IdentityMismatch
+from notewarden.scope.grants import Grants, WorkspaceScope
+from notewarden.scope.rights import Caller
+from notewarden.services import Services
+from notewarden.tools.registry import ToolCall, object_schema, require_form_elicitation
+from notewarden.tools.results import WORKSPACE_URI, complete, progress_sink
+
+__all__ = [
+    "OLDER_THAN_DAYS",
+    "BoundedPurge",
+    "confirm_in_workspace",
+    "purge_form",
+    "purge_inputs",
+    "purge_outputs",
+    "reauthorize_sealed",
+    "sealed_workspace",
+    "selection_digest",
+]
+
+E = TypeVar("E")
+
+OLDER_THAN_DAYS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 36500}
+
+
+def sealed_workspace(scope: WorkspaceScope) -> dict[str, str]:
+    """The workspace folder's identity, for a confirmation to carry to its commit (`Offer.data`)."""
+    dev, ino = scope.identity
+    return {"workspace_identity": f"{dev}:{ino}"}
+
+
+def reauthorize_sealed(
+    grants: Grants[Any], caller: Caller, workspace_uri: str, state: ConfirmationState
+) -> WorkspaceScope:
+    """In a confirmed commit: authorize (the call's right, on the live configuration) and contain
+    again, and check the folder is the one confirmed."""
+    scope = grants.reauthorize_workspace(caller, workspace_uri)
+    dev, ino = state.data["workspace_identity"].split(":")
+    scope.verify_identity((int(dev), int(ino)))
+    return scope
+
+
+async def confirm_in_workspace(
+    services: Services,
+    call: ToolCall,
+    scope: WorkspaceScope,
+    *,
+    answer: Answer,
+    done_label: str,
+    input_key: str,
+    nothing_done: str,
+    phase: str,
+    offer: OfferFn,
+    effect: EffectFn,
+    unchanged: UnchangedFn,
+    noun: str = "item",
+    arguments: Mapping[str, Any] | None = None,
+    live: AskLive | None = None,
+) -> ToolResult:
+    """Steps 5 verify, 6 judge and 7 commit of a confirmed tool on a workspace (`confirm.flow`): claimed
+    in the ledger that owns the folder's trash, answerable for the configured time, bound to the
+    call's principal, its arguments (or those given) and the workspace."""
+    action = ConfirmedAction(
+        tool=call.name,
+        ledger=services.trash_ledger(scope.workspace),
+        answer=answer,
+        ttl_seconds=services.config.confirmation_ttl_seconds,
+        done_label=done_label,
+        input_key=input_key,
+        nothing_done=nothing_done,
+        phase=phase,
+        noun=noun,
+    )
+    return await action.run(
+        principal=call.principal,
+        arguments=call.arguments if arguments is None else arguments,
+        request_state=call.request_state,
+        input_responses=call.input_responses,
+        offer=offer,
+        effect=effect,
+        unchanged=unchanged,
+        bound={"workspace": str(scope.workspace)},
+        live=live,
+    )
+
+
+def selection_digest(keys: Iterable[str]) -> str:
+    """What a confirmation binds a purge to: one line per entry, its key (unique id first, then
+    whatever makes it the same entry: an identity, a version), in key order."""
+    digest = hashlib.sha256()
+    for key in sorted(keys):
+        digest.update(f"{key}\n".encode())
+    return digest.hexdigest()
+
+
+def purge_inputs(**selectors: Any) -> dict[str, Any]:
+    """A bounded purge's `inputSchema`: the workspace, the tool's own `selectors`, olderThanDays."""
+    return object_schema(
+        {"workspaceUri": WORKSPACE_URI, **selectors, "olderThanDays": OLDER_THAN_DAYS}, ["workspaceUri"]
+    )
+
+
+def purge_outputs(done_label: str, nothing_label: str, **listed: Any) -> dict[str, Any]:
+    """A bounded purge's `outputSchema`: the outcome, the workspace, how many were purged, the
+    tool's own `listed` members (always present), and for a cancel `retriableUntil`."""
+    return {
+        "type": "object",
+        "properties": {
+            "outcome": {"enum": [done_label, nothing_label, "declined", "cancelled", "not_confirmed"]},
+            "workspaceUri": {"type": "string"},
+            "purged": {"type": "integer", "minimum": 0},
+            **listed,
+            "retriableUntil": {"type": "string"},
+        },
+        "required": ["outcome", "workspaceUri", "purged", *listed],
+    }
+
+
+def purge_form(what: str, counted: str, listing: Sequence[str], more: int, aside: str = "") -> dict[str, Any]:
+    """The yes/no form confirming a permanent purge: "Permanently delete `what`?`aside` This cannot be
+    undone.", then what it purges (`listing`, and how many `more`), and "Yes, permanently delete
+    `counted`". Each tool words `what` (`trash_empty_form`, `history_purge_form`)."""
+    return yes_no_form(
+        f"Permanently delete {what}?{aside} This cannot be undone.",
+        listing,
+        more,
+        f"Yes, permanently delete {counted}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedPurge(Generic[E]):
+    """One bounded confirmed purge (module docstring, Rule 1): the tool's words, and what only it
+    knows (how to select, key, show, summarize, purge and answer); `run` is the rest. `E` is an
+    entry (`TrashedNote`, `HistoryEntry`)."""
+
+    done_label: str
+    """The outcome a commit answers ("emptied")."""
+    nothing_label: str
+    """The outcome when nothing is selected ("nothing_to_empty"): answered at once, nothing asked."""
+    nothing_done: str
+    """How "nothing happened" reads in every refusal ("nothing was deleted")."""
+    input_key: str
+    phase: str
+    changed_code: str
+    """The refusal when the selection changed between the form and the commit ("trash_changed")."""
+    changed_what: str
+    """What changed, in its message ("the trash")."""
+    counted: str
+    """After a count in that message: " notes" reads "(3 notes then, 4 now)"."""
+    select: Callable[[LedgerTxn, WorkspaceScope, float], list[E]]
+    """The entries up to the bound, read in the transaction given (round 1: a critical section of
+    the workspace's ledger; the commit: the claim's)."""
+    key: Callable[[E], str]
+    """The entry's line in `selection_digest`."""
+    form: Callable[[WorkspaceScope, Sequence[E]], dict[str, Any]]
+    """The yes/no form saying how many and which."""
+    change: Callable[[Sequence[E], ConfirmationState], str]
+    """The summary of the change, as its history and its record keep it."""
+    purge: Callable[[LedgerTxn, WorkspaceScope, Sequence[E], Change, ProgressSink | None], object]
+    """The store's purge, through the claim's transaction (what it returns is not used)."""
+    result: Callable[[str, WorkspaceScope, Sequence[E]], dict[str, Any]]
+    """The structured result for an outcome and what was purged."""
+    receipt: Callable[[Mapping[str, Any], Sequence[E], ConfirmationState], str]
+    """What a commit did, in a sentence (for a replay's receipt)."""
+
+    async def run(self, services: Services, call: ToolCall) -> ToolResult:
+        """Steps 1-7 of a bounded purge of `call.arguments["workspaceUri"]`."""
+        require_form_elicitation(
+            call.capabilities, f"{call.name} needs form elicitation to let the user confirm the purge"
+        )
+        scope = services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
+
+        def offer(prior: ConfirmationState | None) -> Offer | types.CallToolResult:  # 3 find, 4 ask
+            if prior is not None and prior.selection is not None:
+                bound = prior.selection.bound
+            else:
+                bound = time.time() - call.arguments.get("olderThanDays", 0) * 86400
+            with services.trash_ledger(scope.workspace).critical_section() as txn:
+                entries = self.select(txn, scope, bound)
+            if not entries:
+                return complete(self.result(self.nothing_label, scope, []))
+            return Offer(
+                self.form(scope, entries),
+                selection=Selection(len(entries), selection_digest(map(self.key, entries)), bound),
+                data=sealed_workspace(scope),
+            )
+
+        def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
+            purged = self.commit(services, call, confirmed, progress)
+            result = self.result(self.done_label, scope, purged)
+            return Done(result, self.receipt(result, purged, confirmed.state))
+
+        def unchanged(outcome: str, until: str | None) -> Done:
+            return Done(retriable(self.result(outcome, scope, []), until))
+
+        async with progress_sink(call.report_progress) as progress:
+            return await confirm_in_workspace(  # 5 verify, 6 judge, 7 commit: the confirmation path
+                services,
+                call,
+                scope,
+                answer=Answer.YES_NO,
+                done_label=self.done_label,
+                input_key=self.input_key,
+                nothing_done=self.nothing_done,
+                phase=self.phase,
+                offer=offer,
+                effect=effect,
+                unchanged=unchanged,
+            )
+
+    def commit(
+        self, services: Services, call: ToolCall, confirmed: Confirmed, progress: ProgressSink | None
+    ) -> Sequence[E]:
+        """Re-authorize, select again with the sealed bound; the digest must match, or nothing is
+        purged (the refusal rolls the claim back)."""
+        selection = confirmed.state.selection
+        assert selection is not None
+        scope = reauthorize_sealed(
+            services.grants, call.caller, call.arguments["workspaceUri"], confirmed.state
+        )
+        entries = self.select(confirmed.txn, scope, selection.bound)
+        if selection_digest(map(self.key, entries)) != selection.digest:
+            raise Refusal(
+                self.changed_code,
+                f"{self.nothing_done}: {self.changed_what} changed since you confirmed ({selection.count}"
+                f"{self.counted} then, {len(entries)} now). Call {call.name} again and confirm anew.",
+            )
+        change = call.change(
+            self.change(entries, confirmed.state), confirmation_id=confirmed.state.confirmation_id
+        )
+        try:
+            self.purge(confirmed.txn, scope, entries, change, progress)
+        except IdentityMismatch as exc:  # the store found an entry that is no longer the one listed
+            raise Refusal(self.changed_code, f"{self.nothing_done}: {exc}") from None
+        return entries
