@@ -58,7 +58,7 @@ def asked_scopes(run: dict[str, Any]) -> list[str]:
 def test_client_2_4_steps_up_to_the_challenged_scope_and_deletes(oauth: OAuthServer) -> None:
     run = step_up("step_up_v2.mjs", oauth, "notewarden:read")
     assert "error" not in run, run
-    assert set(run["tools"]) == READ_TOOLS, "a read-only token is shown the ten read tools"
+    assert set(run["tools"]) == READ_TOOLS, "a read-only token is shown the eleven read tools"
     assert asked_scopes(run) == ["notewarden:delete"]
     # first the configured scope (the 401's challenge asks for the same), then the union
     assert run["tokenScopes"] == ["notewarden:read", "notewarden:read notewarden:delete"]

@@ -28,7 +28,7 @@ CHECKPOINTS = [
     "   -Nothing about TPS.\n   +Still nothing about TPS.\n   +- Atlas shipped",
     "notes_revert brings it back: the note is back byte for byte.",
     "14. A read-only assistant",
-    "tools, each of which only reads: notes_history, notes_links, notes_list,",
+    "tools, each of which only reads: notes_health, notes_history, notes_links, notes_list,",
     "It asks for a delete anyway: refused (right_missing). “notes_delete needs the right delete",
     "What you saw:\n  * A delete asks the person first",
 ]

@@ -283,7 +283,7 @@ async def test_doctor_finds_one_folder_served_from_two_state_dirs(home: Home) ->
 
 READ_TOOLS = {
     "notes_list", "notes_search", "notes_read", "notes_read_many", "notes_history", "notes_tags",
-    "notes_links", "notes_recent", "notes_trash_list", "notes_similar",
+    "notes_links", "notes_recent", "notes_trash_list", "notes_similar", "notes_health",
 }  # fmt: skip
 
 

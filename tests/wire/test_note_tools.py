@@ -37,6 +37,7 @@ ALL_TOOLS = {
     "notes_tags",
     "notes_links",
     "notes_recent",
+    "notes_health",
     "notes_similar",
     "notes_daily",
 }
@@ -78,6 +79,7 @@ async def test_tools_are_listed_with_schemas_and_honest_hints(transport: str, de
         "notes_tags",
         "notes_links",
         "notes_recent",
+        "notes_health",
         "notes_similar",
     }
     destructive = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}

@@ -299,9 +299,9 @@ def test_no_credentials_get_401_without_error_attribute(oauth: OAuthServer) -> N
 TPS = "reports/tps-2019.md"
 READ_TOOLS = {
     "notes_list", "notes_search", "notes_read", "notes_read_many", "notes_history", "notes_tags",
-    "notes_links", "notes_recent", "notes_trash_list", "notes_similar",
+    "notes_links", "notes_recent", "notes_trash_list", "notes_similar", "notes_health",
 }  # fmt: skip
-"""The ten tools that need only `read` (docs/permissions.md)."""
+"""The eleven tools that need only `read` (docs/permissions.md)."""
 
 
 def refused_for_scope(oauth: OAuthServer, reply: Reply, scope: str) -> None:

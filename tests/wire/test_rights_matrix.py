@@ -39,6 +39,7 @@ TOOL_RIGHTS = {
     "notes_tags": Right.READ,
     "notes_links": Right.READ,
     "notes_recent": Right.READ,
+    "notes_health": Right.READ,
     "notes_trash_list": Right.READ,
     "notes_similar": Right.READ,
     "notes_create": Right.WRITE,
@@ -187,7 +188,14 @@ def arguments(client: Peer, vault: Vault, tool: str, folder: str) -> dict[str, A
     """What `tool` is called with in `folder`; lookups needed first are made with read tools."""
     ws, here = vault.uri, f"{vault.uri}/{folder}"
     note = f"{folder}/a.md"
-    if tool in ("notes_list", "notes_tags", "notes_recent", "notes_trash_list", "notes_history_purge"):
+    if tool in (
+        "notes_list",
+        "notes_tags",
+        "notes_recent",
+        "notes_health",
+        "notes_trash_list",
+        "notes_history_purge",
+    ):
         return {"workspaceUri": here}
     if tool == "notes_trash_empty":
         return {"workspaceUri": here}

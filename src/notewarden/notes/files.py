@@ -90,6 +90,7 @@ from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.notes import links
 from notewarden.notes.change_log import ChangeLog, NoteEffect, moved_effects, versions_purged
+from notewarden.notes.health import HealthItem, HealthKey
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import NoteIndex
 from notewarden.notes.index_refresh import IndexedNote
@@ -392,6 +393,11 @@ class FilesNoteStore:
 
     def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
         return self.index.tags(*self._key(scope), prefix=prefix, after=after, limit=limit)
+
+    def health(
+        self, scope: WorkspaceScope, *, kinds: frozenset[str], after: HealthKey | None, limit: int
+    ) -> list[HealthItem]:
+        return self.index.health(*self._key(scope), kinds=kinds, after=after, limit=limit)
 
     def links(
         self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None

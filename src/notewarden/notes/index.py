@@ -21,12 +21,14 @@ on 10% of 20,000 notes read and sorted all of them: 14-19x slower at 20k than at
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from notewarden.notes import health as checks
 from notewarden.notes.index_refresh import (
     INDEX_BODY_BYTES,
     NOTE_COLUMNS,
@@ -179,6 +181,11 @@ def _link_view(
 
 class NoteIndex(IndexRefresh):
     """The files index: every query refreshes, runs, and re-checks every row (Rule 1)."""
+
+    @functools.cached_property
+    def _duplicates(self) -> checks.DuplicateCache:
+        """`notes.health` Rule 4: the duplicate titles of each reach, kept until the index changes."""
+        return checks.DuplicateCache()
 
     def search(
         self,
@@ -408,6 +415,129 @@ class NoteIndex(IndexRefresh):
                 properties=None if properties is None else json.loads(properties),
                 property_error=error,
             )
+
+    def health(
+        self,
+        workspace: str,
+        root: WorkspaceRoot,
+        regions: Sequence[str],
+        *,
+        kinds: frozenset[str],
+        after: checks.HealthKey | None,
+        limit: int,
+    ) -> list[checks.HealthItem]:
+        """`notes.health`'s report, a page of it, from the index's tables; the notes of the page's
+        items are checked on disk (Rule 1) and re-read when they changed, then the page is made again."""
+        with self._lock:
+            for attempt in range(3):
+                self.refresh(workspace, root)
+                items = self._health_items(workspace, regions, kinds=kinds, after=after, limit=limit)
+                ids = sorted({i.note_id for i in items})
+                marks = ", ".join("?" * len(ids))
+                rows = [
+                    IndexedNote.of(r)
+                    for r in self._db.execute(
+                        f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.id IN ({marks})",
+                        (workspace, *ids),
+                    )
+                ]
+                stale = [n for n in rows if not self._on_disk(root, n, strict=attempt == 0)]
+                if not stale:
+                    return items
+                with self._write():
+                    for note in stale:
+                        self._index_file(workspace, root, note.id, note)
+            present = {n.id for n in rows if n not in stale}
+            return [i for i in items if i.note_id in present]
+
+    def _health_items(
+        self,
+        workspace: str,
+        regions: Sequence[str],
+        *,
+        kinds: frozenset[str],
+        after: checks.HealthKey | None,
+        limit: int,
+    ) -> list[checks.HealthItem]:
+        within, bounds = within_regions("n.id", regions)
+        streams: list[list[checks.HealthItem]] = []
+
+        def notes_after(kind: str, condition: str) -> list[tuple[Any, ...]]:
+            last, seq = checks.bound(kind, after)
+            return self._db.execute(
+                f"SELECT n.id, n.title FROM notes n WHERE n.workspace = ? AND {condition} "
+                f"AND n.id >= ? AND (n.id > ? OR 0 > ?) AND n.id <= ?{within} ORDER BY n.id LIMIT ?",
+                (workspace, last, last, seq, checks.ceiling(streams, limit), *bounds, limit),
+            ).fetchall()
+
+        if kinds & {"broken_link", "broken_embed"}:
+            last, seq = checks.bound("broken_link", after)
+            link_within, link_bounds = within_regions("l.note_id", regions)
+            broken: list[checks.HealthItem] = []
+            for note_id, title, seq_, line, written, embed, path in self._db.execute(
+                "SELECT l.note_id, n.title, l.seq, l.line, l.written, l.embed, l.path FROM note_links l "
+                "JOIN notes n ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? "
+                "AND l.target IS NULL AND l.path != '' AND l.note_id >= ? AND (l.note_id > ? OR l.seq > ?)"
+                f"{link_within} ORDER BY l.note_id, l.seq",
+                (workspace, last, last, seq, *link_bounds),
+            ):
+                kind = "broken_embed" if embed else "broken_link"
+                if kind in kinds and not checks.is_attachment(path):
+                    broken.append(checks.HealthItem(kind, note_id, title, seq_, line, written, path))
+                    if len(broken) >= limit:
+                        break
+            streams.append(broken)
+        if "front_matter" in kinds:
+            rows = notes_after("front_matter", "n.property_error IS NOT NULL")
+            streams.append([checks.HealthItem("front_matter", i, t) for i, t in rows])
+        if "empty" in kinds:
+            last, seq = checks.bound("empty", after)
+            found: list[checks.HealthItem] = []
+            for note_id, title, body in self._db.execute(
+                "SELECT n.id, n.title, t.body FROM notes n JOIN notes_text t ON t.rowid = n.rowid "
+                "WHERE n.workspace = ? AND n.size <= ? AND n.size <= length(CAST(n.title AS BLOB)) + ? "
+                f"AND n.id >= ? AND (n.id > ? OR 0 > ?) AND n.id <= ?{within} ORDER BY n.id",
+                (
+                    workspace,
+                    checks.EMPTY_MAX_BYTES,
+                    checks.EMPTY_SLACK,
+                    last,
+                    last,
+                    seq,
+                    checks.ceiling(streams, limit),
+                    *bounds,
+                ),
+            ):
+                if checks.is_empty(body or ""):
+                    found.append(checks.HealthItem("empty", note_id, title))
+                    if len(found) >= limit:
+                        break
+            streams.append(found)
+        if "orphan" in kinds:
+            rows = notes_after(
+                "orphan",
+                "NOT EXISTS (SELECT 1 FROM note_links o WHERE o.workspace = n.workspace AND o.note_id = n.id "
+                "AND o.path != '' AND (o.target IS NULL OR o.target != n.id)) "
+                "AND NOT EXISTS (SELECT 1 FROM note_links i INDEXED BY note_links_by_target "
+                "WHERE i.workspace = n.workspace AND i.target = n.id AND i.note_id != n.id)",
+            )
+            streams.append([checks.HealthItem("orphan", i, t) for i, t in rows])
+        if kinds & {"duplicate_title", "near_duplicate_title"}:
+            (changed,) = self._db.execute("PRAGMA data_version").fetchone()
+            streams.append(
+                self._duplicates.page(
+                    (workspace, tuple(regions)),
+                    (self._db.total_changes, changed),
+                    lambda: self._db.execute(
+                        f"SELECT n.id, n.title FROM notes n WHERE n.workspace = ?{within}",
+                        (workspace, *bounds),
+                    ).fetchall(),
+                    after=after,
+                    limit=limit,
+                    kinds=kinds,
+                )
+            )
+        return checks.merge(streams, limit)
 
     @contextmanager
     def vault(self, workspace: str, root: WorkspaceRoot) -> Iterator[VaultLookup]:

@@ -98,7 +98,7 @@ from typing import TYPE_CHECKING, Any
 
 from notewarden.faults import fault_point
 from notewarden.ledger import Ledger, LedgerTxn, SqlSession, workspace_lock_key
-from notewarden.notes import links
+from notewarden.notes import health, links
 from notewarden.notes.change_log import ChangeLog, NoteEffect, versions_purged
 from notewarden.notes.derived import (
     Derived,
@@ -165,6 +165,8 @@ _OVERSAMPLE = 4
 _SIMILAR_SCAN = 500
 """The most notes sharing a title word that `similar_titles` compares (as the files index)."""
 _ATTEMPTS = 3
+_HEALTH_BATCH = 500
+"""Link rows read at a time while a page of broken links is filled (attachments are skipped)."""
 
 # The columns every listing returns, in `_note`'s order, and the statements, by dialect.
 _COLUMNS = {
@@ -854,6 +856,8 @@ class SqlNoteStore:
         """Rule 7: each (workspace, model)'s vectors in memory."""
         self._held_lock = threading.Lock()
         self._lexemes: tuple[float, dict[str, float], float] | None = None
+        self._duplicates = health.DuplicateCache()
+        """`notes.health` Rule 4: the duplicate titles of each reach, kept until the workspace's rows change."""
         """Rule 2 (PostgreSQL): when they were read, each common stem's share of notes, the least share."""
 
     def close(self) -> None:
@@ -1359,6 +1363,113 @@ class SqlNoteStore:
             )
 
         return [TagCount(str(name), int(count)) for name, count in self._query(scope, run, notes=False)]
+
+    def health(
+        self, scope: WorkspaceScope, *, kinds: frozenset[str], after: health.HealthKey | None, limit: int
+    ) -> list[health.HealthItem]:
+        """`notes.health`'s report from the derived columns and link rows (Rule 4), a page of it."""
+        workspace = str(scope.workspace)
+        self._current_links(workspace)
+        within, bounds = _within(scope.regions)
+        link_within, link_bounds = _within(scope.regions, "l.source")
+        page: list[health.HealthItem] = []
+
+        def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
+            size = "length(CAST(n.body AS BLOB))" if db.dialect == "sqlite" else "octet_length(n.body)"
+            title_size = (
+                "length(CAST(n.title AS BLOB))" if db.dialect == "sqlite" else "octet_length(n.title)"
+            )
+            streams: list[list[health.HealthItem]] = []
+
+            def notes_after(
+                kind: str,
+                condition: str,
+                extra: str = "",
+                start: tuple[str, int] | None = None,
+                count: int = limit,
+            ) -> list[tuple[Any, ...]]:
+                last, seq = start or health.bound(kind, after)
+                return db.execute(
+                    f"SELECT n.path, n.title{extra} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL "
+                    f"AND {condition} AND n.path >= ? AND (n.path > ? OR 0 > ?) AND n.path <= ?{within} "
+                    "ORDER BY n.path LIMIT ?",
+                    (workspace, last, last, seq, health.ceiling(streams, limit), *bounds, count),
+                )
+
+            if kinds & {"broken_link", "broken_embed"}:
+                last, seq = health.bound("broken_link", after)
+                broken: list[health.HealthItem] = []
+                while len(broken) < limit:
+                    rows = db.execute(
+                        "SELECT l.source, n.title, l.seq, l.line, l.written, l.embed, l.path FROM note_links l "
+                        "JOIN notes n ON n.id = l.note_row WHERE l.workspace = ? AND l.target_row IS NULL "
+                        f"AND l.path != '' AND l.source >= ? AND (l.source > ? OR l.seq > ?){link_within} "
+                        "ORDER BY l.source, l.seq LIMIT ?",
+                        (workspace, last, last, seq, *link_bounds, _HEALTH_BATCH),
+                    )
+                    for source, title, seq_, line, written, embed, path in rows:
+                        kind = "broken_embed" if embed else "broken_link"
+                        if kind in kinds and not health.is_attachment(path):
+                            broken.append(health.HealthItem(kind, source, title, seq_, line, written, path))
+                    if len(rows) < _HEALTH_BATCH:
+                        break
+                    last, seq = rows[-1][0], rows[-1][2]
+                streams.append(broken[:limit])
+            if "front_matter" in kinds:
+                rows = notes_after("front_matter", "n.property_error IS NOT NULL")
+                streams.append([health.HealthItem("front_matter", p, t) for p, t in rows])
+            if "empty" in kinds:
+                empty: list[health.HealthItem] = []
+                start = health.bound("empty", after)
+                while len(empty) < limit:  # the size test keeps candidates; `is_empty` decides
+                    rows = notes_after(
+                        "empty",
+                        f"{size} <= {health.EMPTY_MAX_BYTES} AND {size} <= {title_size} + {health.EMPTY_SLACK}",
+                        ", n.body",
+                        start,
+                        _HEALTH_BATCH,
+                    )
+                    empty += [
+                        health.HealthItem("empty", p, t) for p, t, body in rows if health.is_empty(body)
+                    ]
+                    if len(rows) < _HEALTH_BATCH:
+                        break
+                    start = (rows[-1][0], 0)
+                streams.append(empty[:limit])
+            if "orphan" in kinds:
+                rows = notes_after(
+                    "orphan",
+                    "NOT EXISTS (SELECT 1 FROM note_links o WHERE o.note_row = n.id AND o.path != '' "
+                    "AND (o.target_row IS NULL OR o.target_row != n.id)) "
+                    "AND NOT EXISTS (SELECT 1 FROM note_links i WHERE i.target_row = n.id AND i.note_row != n.id)",
+                )
+                streams.append([health.HealthItem("orphan", p, t) for p, t in rows])
+            if kinds & {"duplicate_title", "near_duplicate_title"}:
+                stamp = db.execute(  # three index look-ups (Rule 4 of `notes.health`)
+                    "SELECT (SELECT max(n.modified_ns) FROM notes n WHERE n.workspace = ?), "
+                    "(SELECT max(n.id) FROM notes n), "
+                    "(SELECT max(g.gone_ns) FROM notes_gone g WHERE g.workspace = ?)",
+                    (workspace, workspace),
+                )
+                streams.append(
+                    self._duplicates.page(
+                        (workspace, tuple(scope.regions)),
+                        tuple(stamp[0]) if stamp else None,
+                        lambda: db.execute(
+                            "SELECT n.path, n.title FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL"
+                            f"{within}",
+                            (workspace, *bounds),
+                        ),
+                        after=after,
+                        limit=limit,
+                        kinds=kinds,
+                    )
+                )
+            page[:] = health.merge(streams, limit)
+            return []
+
+        self._query(scope, run, notes=False)
+        return page
 
     def links(
         self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None

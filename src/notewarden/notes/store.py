@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from notewarden.ledger import LedgerTxn, SqlSession
 from notewarden.notes import links
 from notewarden.notes.change_log import Author, ChangeLog, Seen
+from notewarden.notes.health import HealthItem, HealthKey
 from notewarden.notes.history import Change, HistoryEntry
 from notewarden.notes.model import Note, NoteIdentity, content_version
 from notewarden.notes.snippets import snippet
@@ -459,6 +460,13 @@ class NoteStore(Protocol):
         self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int
     ) -> Sequence[TagCount]:
         """Tags starting with `prefix` (folded) with how many notes carry each, by tag, after `after`."""
+        ...
+
+    def health(
+        self, scope: WorkspaceScope, *, kinds: frozenset[str], after: HealthKey | None, limit: int
+    ) -> Sequence[HealthItem]:
+        """Up to `limit` items of the vault's health report (`notes.health`: its kinds, their order,
+        judged from the index alone) of the notes in reach, after the item `after` (keyset paging)."""
         ...
 
     def links(

@@ -6,6 +6,7 @@ from notewarden.services import Services
 from notewarden.tools.notes_daily import notes_daily
 from notewarden.tools.notes_delete import notes_delete
 from notewarden.tools.notes_edit import notes_create, notes_edit, notes_move, notes_update
+from notewarden.tools.notes_health import notes_health
 from notewarden.tools.notes_history import notes_history, notes_history_purge, notes_revert
 from notewarden.tools.notes_knowledge import notes_links, notes_recent, notes_tags
 from notewarden.tools.notes_list import notes_list
@@ -41,5 +42,6 @@ def note_tools(services: Services) -> list[ToolDef]:
         notes_tags(services),
         notes_links(services),
         notes_recent(services),
+        notes_health(services),
         notes_daily(services),
     ]
