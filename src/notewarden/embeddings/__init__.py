@@ -40,7 +40,6 @@ __all__ = [
     "SearchMode",
     "SearchSettings",
     "open_search_mode",
-    "semantic_extra_installed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,15 +81,12 @@ class SearchMode:
         return None if self.embedder is None else self.embedder.name
 
 
-def semantic_extra_installed() -> bool:
-    return all(importlib.util.find_spec(n) is not None for n in ("numpy", "tokenizers", "wordllama"))
-
-
 def open_search_mode(settings: SearchSettings) -> SearchMode:
     """Rule 1: the model the settings ask for, or lexical search and why."""
     if settings.provider == "off":
         return SearchMode("lexical", '[search] provider = "off": words only')
-    if importlib.util.find_spec("numpy") is None:
+    needed = ("numpy",) if settings.provider == "endpoint" else ("numpy", "tokenizers", "wordllama")
+    if any(importlib.util.find_spec(name) is None for name in needed):
         return SearchMode(
             "lexical", "the semantic extra is not installed: pip install 'notewarden[semantic]'"
         )
@@ -100,10 +96,6 @@ def open_search_mode(settings: SearchSettings) -> SearchMode:
         embedder: Embedder = EndpointEmbedder(settings)
         return SearchMode(
             "hybrid", f"words and meaning: {embedder.name} at {settings.endpoint_url}", embedder
-        )
-    if not semantic_extra_installed():
-        return SearchMode(
-            "lexical", "the semantic extra is not installed: pip install 'notewarden[semantic]'"
         )
     bundled = LoadedOnFirstUse(BUNDLED_MODEL)
     return SearchMode("hybrid", f"words and meaning: {bundled.name}, bundled (no network)", bundled)
