@@ -9,7 +9,11 @@ The vault is `bench.knowledge`'s (each note links three others, tags, a heading,
 hundred links the hub), with known defects added at fixed rates: a broken link in one note in 100,
 a broken embed in one in 200, front matter that does not parse in one in 250, an empty note in one
 in 500, a note with another's title in one in 300 (and one with it in other case and punctuation in
-one in 600), and an orphan note in one in 400. The PostgreSQL and SQLite stores get the folder by
+one in 600), and an orphan note in one in 400. Attachments (judged by the files store only: the SQL
+stores have no files): one note in ten embeds a picture of its folder by name, one in fifty links a
+csv of its folder by a relative path (`../dNNNN/tN.csv`: resolved one by one, `notes.index` Rule 4);
+one in 300 embeds a picture that does not exist, one in 700 links a csv that does not exist, and one
+file in 450 notes is a PDF nothing links to. The PostgreSQL and SQLite stores get the folder by
 `notewarden import` (a fresh database each time: never point `--database-url` at one you keep).
 
 Measured, warm (after one call), p50 and p95 over `bench.scale.REPEATS` calls through the shipped
@@ -41,7 +45,7 @@ from bench.knowledge import DATABASE_URL, add_links
 from bench.scale import PER_DIR, RESULTS, call, latency, open_at, timed, write_workspace
 from notewarden.app import default_tools
 from notewarden.config import parse_config
-from notewarden.notes.health import KINDS
+from notewarden.notes.health import ATTACHMENT_KINDS, KINDS
 from notewarden.services import Services, open_services
 from notewarden.storage import upgrade_schema
 from notewarden.tools.registry import ToolRegistry
@@ -55,6 +59,28 @@ PAGE = 100
 
 def note_id(i: int) -> str:
     return f"d{i // PER_DIR:04}/n{i:06}.md"
+
+
+def attachments(folder: Path, i: int, expected: set[tuple[str, str]]) -> str:
+    """The attachments of note `i` (module docstring), written beside it; the text that links them."""
+    here = note_id(i).rsplit("/", 1)[0]
+    text = ""
+    if i % 10 == 1:
+        (folder / here / f"p{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        text += f"\n![[p{i}.png]]\n"
+    if i % 50 == 4:
+        (folder / here / f"t{i}.csv").write_text("a,b\n")
+        text += f"\n[data](../{here}/t{i}.csv)\n"
+    if i % 300 == 13:
+        text += f"\n![[lost{i}.png]]\n"
+        expected.add(("missing_attachment_embed", note_id(i)))
+    if i % 700 == 17:
+        text += f"\n[sheet](../nowhere/s{i}.csv)\n"
+        expected.add(("missing_attachment_link", note_id(i)))
+    if i % 450 == 19:
+        (folder / here / f"u{i}.pdf").write_bytes(b"%PDF-1.4\n")
+        expected.add(("unlinked_attachment", f"{here}/u{i}.pdf"))
+    return text
 
 
 def add_defects(folder: Path, count: int) -> set[tuple[str, str]]:
@@ -76,6 +102,7 @@ def add_defects(folder: Path, count: int) -> set[tuple[str, str]]:
         if i % 200 == 9:
             text += f"\n![[Missing picture {i}]]\n"
             expected.add(("broken_embed", note_id(i)))
+        text += attachments(folder, i, expected)
         path.write_text(text)
         title = text.split("\n", 1)[0].removeprefix("# ") if text.startswith("# ") else None
         if title is not None and i % 300 == 11:
@@ -157,7 +184,11 @@ def measure(count: int, base: Path, store: str, database_url: str) -> dict[str, 
         write_workspace(folder, count)
         add_links(folder, count)
         expected_file.write_text(json.dumps(sorted(add_defects(folder, count))))
-    expected = {tuple(e) for e in json.loads(expected_file.read_text())}
+    expected = {
+        tuple(e)
+        for e in json.loads(expected_file.read_text())
+        if store == "files" or e[0] not in ATTACHMENT_KINDS  # the SQL stores have no files
+    }
     state = base / f"state-{store}-{count}"
     state.mkdir(parents=True)
     build_s, services, ws = opened(store, folder, state, database_url)

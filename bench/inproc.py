@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.inproc --calls 500
     .venv/bin/python -m bench.inproc --server fastmcp     # a baseline, the same way (JSON mode)
+    .venv/bin/python -m bench.inproc --server minimal     # bench/baselines/minimal_notes.py
 
 The shipped HTTP application (`build_http_app`, every middleware, the SDK's transport,
 the ledger and the files store) is driven directly as an ASGI app: no sockets, no
@@ -130,13 +131,12 @@ def served(server: str, notes: list[BenchNote]) -> Iterator[tuple[ASGIApp, str]]
                 services.close()
         else:
             uri = f"file://{work}/workspace-{server}"
-            if server == "mcpserver":
-                from bench.baselines import mcpserver_notes
+            if server in ("mcpserver", "minimal"):
+                from bench.baselines import mcpserver_notes, minimal_notes
 
+                module = mcpserver_notes if server == "mcpserver" else minimal_notes
                 yield (
-                    mcpserver_notes.build(uri, notes[0].number, len(notes)).streamable_http_app(
-                        json_response=True
-                    ),
+                    module.build(uri, notes[0].number, len(notes)).streamable_http_app(json_response=True),
                     uri,
                 )
             else:
@@ -276,7 +276,9 @@ async def postgres_costs(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", choices=["notewarden", "mcpserver", "fastmcp"], default="notewarden")
+    parser.add_argument(
+        "--server", choices=["notewarden", "mcpserver", "minimal", "fastmcp"], default="notewarden"
+    )
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=1, help="runs in this process, each printed")
     parser.add_argument("--json", action="store_true", help="print {user_ms, system_ms} as JSON")

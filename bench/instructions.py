@@ -52,7 +52,9 @@ def per_delete(server: str, few: int = 20, many: int = 120) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", choices=["notewarden", "mcpserver", "fastmcp"], default="notewarden")
+    parser.add_argument(
+        "--server", choices=["notewarden", "mcpserver", "minimal", "fastmcp"], default="notewarden"
+    )
     parser.add_argument("--few", type=int, default=20)
     parser.add_argument("--many", type=int, default=120)
     args = parser.parse_args(argv)

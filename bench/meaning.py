@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.meaning                                  # files, sqlite, postgres; 1k 10k 100k
     .venv/bin/python -m bench.meaning --stores files --sizes 1000,10000
+    .venv/bin/python -m bench.meaning --tags-only --rounds 3        # tag p50 only, no model needed
 
 Each workspace has notes of three sections each (a heading and a paragraph of words drawn from the
 relevance vault's vocabulary, so that no two vectors are alike), 10% of them tagged `project/atlas`
@@ -10,7 +11,9 @@ and 40% `area`. Per store and size, in process (the shipped `notes_search` tool,
 * `first embedding`: `embed_pending` over every note (the bundled model), wall and CPU seconds;
 * `query p50`: by words only (`QUESTIONS[0]`) and fused with meaning (`QUESTIONS[2]`: after
   `QUESTIONS[1]` loaded the vectors), median of 50; lexical_speed compares words-only questions;
-* `tag p50`: filters-only searches for the 10% and the 40% tag (median of 50);
+* `tag p50`: filters-only searches for the 10% and the 40% tag (median of 50); with `--tags-only`,
+  only these (no embedding), each size's store opened `--rounds` times in turn (sizes interleaved),
+  with the spread over rounds;
 * `vectors MB`: the in-memory vector index (`VectorIndex.nbytes`) and the process's resident memory
   added when it was loaded (VmRSS).
 
@@ -55,7 +58,7 @@ def vocabulary() -> list[str]:
 def write_notes(folder: Path, count: int, seed: int = 25) -> None:
     rng = random.Random(seed)
     words = vocabulary()
-    at_rest = time.time() - 3600
+    at_rest = time.time() - 3600 - count  # note i written at_rest + i: every one an hour or more ago
     for i in range(count):
         tags = (["project/atlas"] if i % 10 == 0 else []) + (["area"] if i % 5 < 2 else [])
         head = f"---\ntags: [{', '.join(tags)}]\n---\n" if tags else ""
@@ -88,7 +91,9 @@ def p50(fn: Any, repeats: int = 50) -> float:
     return round(statistics.median(samples), 2)
 
 
-def measure(store: str, count: int, tmp: Path, database_url: str) -> dict[str, Any]:
+def measure(
+    store: str, count: int, tmp: Path, database_url: str, *, tags_only: bool = False
+) -> dict[str, Any]:
     from contextlib import ExitStack
 
     from bench.search_quality import opened
@@ -106,6 +111,8 @@ def measure(store: str, count: int, tmp: Path, database_url: str) -> dict[str, A
     services, uri = stack.enter_context(opened(store, where, database_url, source))
     try:
         registry = ToolRegistry(default_tools(services))
+        if tags_only:
+            return tag_p50s(registry, uri, store, count)
         hybrid = open_search_mode(SearchSettings())
         assert hybrid.embedder is not None, "needs notewarden[semantic]"
         services.search = SearchMode("lexical", "bench")
@@ -114,15 +121,10 @@ def measure(store: str, count: int, tmp: Path, database_url: str) -> dict[str, A
             result = call(registry, "notes_search", {"workspaceUri": uri, "query": question, "limit": 10})
             assert not result.is_error, result
 
-        def tagged(tag: str) -> None:
-            result = call(
-                registry, "notes_search", {"workspaceUri": uri, "tags": {"any": [tag]}, "limit": 10}
-            )
-            assert not result.is_error and len(result.structured_content["results"]) == 10
-
         ask(QUESTIONS[0])  # the files index's first build
         words_p50 = p50(lambda: ask(QUESTIONS[0]))
-        tag10, tag40 = p50(lambda: tagged("project/atlas")), p50(lambda: tagged("area"))
+        tags = tag_p50s(registry, uri, store, count)
+        tag10, tag40 = tags["tag10_p50_ms"], tags["tag40_p50_ms"]
         scope = services.grants.authorize_workspace(Caller("bench"), uri)
         rss_before = rss_mb()
         cpu = resource.getrusage(resource.RUSAGE_SELF)
@@ -155,6 +157,52 @@ def measure(store: str, count: int, tmp: Path, database_url: str) -> dict[str, A
         shutil.rmtree(where, ignore_errors=True)
 
 
+def tag_p50s(registry: Any, uri: str, store: str, count: int) -> dict[str, Any]:
+    """Filters-only searches (a page of 10) for the tag on 10% and the one on 40% of the notes."""
+
+    def tagged(tag: str) -> None:
+        result = call(registry, "notes_search", {"workspaceUri": uri, "tags": {"any": [tag]}, "limit": 10})
+        assert not result.is_error and len(result.structured_content["results"]) == 10
+
+    tagged("project/atlas")  # the files index's first build
+    return {
+        "store": store,
+        "notes": count,
+        "tag10_p50_ms": p50(lambda: tagged("project/atlas")),
+        "tag40_p50_ms": p50(lambda: tagged("area")),
+        "load_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def tags_only(
+    stores: list[str], sizes: list[int], rounds: int, tmp: Path, database_url: str
+) -> list[dict[str, Any]]:
+    """Each store at each size `rounds` times, sizes interleaved; per store and size the median
+    of the rounds' p50s and their range, and each size's ratio to the smallest."""
+    samples: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for _ in range(rounds):
+        for store in stores:
+            for size in sizes:
+                sample = measure(store, size, tmp, database_url, tags_only=True)
+                print(json.dumps(sample), flush=True)
+                samples.setdefault((store, size), []).append(sample)
+    rows = []
+    for (store, size), got in samples.items():
+        row: dict[str, Any] = {"store": store, "notes": size}
+        for key in ("tag10_p50_ms", "tag40_p50_ms"):
+            values = [r[key] for r in got]
+            row[key] = statistics.median(values)
+            row[key.replace("_p50_ms", "_range_ms")] = f"{min(values)}-{max(values)}"
+        smallest = samples[(store, sizes[0])]
+        for key in ("tag10_p50_ms", "tag40_p50_ms"):
+            row[key.replace("_p50_ms", f"_vs_{sizes[0]}")] = round(
+                row[key] / statistics.median(r[key] for r in smallest), 2
+            )
+        row["load_1min"] = f"{min(r['load_1min'] for r in got)}-{max(r['load_1min'] for r in got)}"
+        rows.append(row)
+    return rows
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
     """The rows as a Markdown table, keys as columns."""
     keys = list(rows[0])
@@ -169,24 +217,34 @@ def main() -> None:
     parser.add_argument("--stores", default="files,sqlite,postgres")
     parser.add_argument("--database-url", default=DATABASE_URL, help="created and dropped (PostgreSQL store)")
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--tags-only", action="store_true", help="only the filters-only searches")
+    parser.add_argument("--rounds", type=int, default=1, help="with --tags-only: rounds, sizes interleaved")
     args = parser.parse_args()
+    stores, sizes = args.stores.split(","), [int(s) for s in args.sizes.split(",")]
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for store in args.stores.split(","):
-            for size in (int(s) for s in args.sizes.split(",")):
-                rows.append(measure(store, size, Path(tmp), args.database_url))
-                print(json.dumps(rows[-1]), flush=True)
+        if args.tags_only:
+            rows = tags_only(stores, sizes, args.rounds, Path(tmp), args.database_url)
+        else:
+            for store in stores:
+                for size in sizes:
+                    rows.append(measure(store, size, Path(tmp), args.database_url))
+                    print(json.dumps(rows[-1]), flush=True)
     print_rows(rows)
     RESULTS.mkdir(exist_ok=True)
+    command = f"python -m bench.meaning --stores {args.stores} --sizes {args.sizes}"
+    if args.tags_only:
+        command += f" --tags-only --rounds {args.rounds}"
     report = {
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_before": load_before,
         "load_after": os.getloadavg(),
-        "command": "python -m bench.meaning --stores " + args.stores + " --sizes " + args.sizes,
+        "command": command,
         "rows": rows,
     }
-    (RESULTS / "meaning.json").write_text(json.dumps(report, indent=1) + "\n")
+    name = "meaning-tags.json" if args.tags_only else "meaning.json"
+    (RESULTS / name).write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -9,4 +9,7 @@ bearer authentication, no re-check of the note between the two rounds.
                                          (pick a note id, confirm); round 2: complete
     notes_read   {workspaceUri, noteId}  a plain read: the note's title and body
     notes_search {workspaceUri, query}   notes whose title or body contains every word
+
+A third, `minimal_notes` (issue 29), is the floor of the SDK's two-round flow: MCPServer as
+`mcpserver_notes`, but the title is looked up in a dict and it serves no `notes_search`.
 """

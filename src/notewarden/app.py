@@ -36,7 +36,6 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from notewarden import __version__
 from notewarden.config import Config
 from notewarden.jsonrpc import UniqueMemberLines
 from notewarden.legacy import live_elicitation
@@ -46,10 +45,12 @@ from notewarden.sealing import KeyReportingCodec
 from notewarden.services import Services
 from notewarden.tools.catalog import note_tools
 from notewarden.tools.limits import limit_by_right
+from notewarden.tools.live import LiveChanges
 from notewarden.tools.own_forms import check_own_forms
 from notewarden.tools.prompts import NotePrompts
 from notewarden.tools.registry import ToolCall, ToolDef, ToolRegistry
 from notewarden.tools.resources import NoteResources
+from notewarden.version import __version__
 from notewarden.web.authz import RefreshConfig, RequireScopes
 from notewarden.web.connect import connect_routes
 from notewarden.web.envelope import EnvelopeVersionGuard, OmitUnreadableId
@@ -73,7 +74,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "notewarden"
-INSTRUCTIONS = (
+_INSTRUCTIONS = (
     "Notes kept in workspaces. Every tool takes an explicit workspaceUri (a file: URI of a workspace "
     "granted to you); the URI grants nothing by itself. Find notes with notes_search (words or a question, "
     "filters by tags and front-matter properties), read them with notes_read (outline, section or lines of "
@@ -81,12 +82,21 @@ INSTRUCTIONS = (
     "a section, a front-matter key; dryRun previews) or notes_update (pass the version you read), create "
     "with notes_create and reorganize with notes_move. notes_tags, notes_links (links and backlinks) and "
     "notes_recent show how notes connect and what changed; notes_daily opens a day's note. Every replaced "
-    "content is kept: notes_history lists versions, notes_revert brings one back. notes_delete, "
-    "notes_trash_empty and notes_history_purge ask the user to confirm in a form; deleted notes stay in the "
-    "workspace trash (notes_trash_list, notes_restore) until it is emptied. Each note is also a resource: "
-    "its file: URI. Prompts (prompts/list) offer common workflows: reviewing changes, summarizing a folder, "
-    "tidying tags, turning a meeting note into tasks."
+    "content is kept: notes_history lists versions, notes_revert brings one back. {confirmed} ask the user "
+    "to confirm in a form; deleted notes stay in the workspace trash (notes_trash_list, notes_restore) until "
+    "it is emptied. Each note is also a resource: its file: URI. Prompts (prompts/list) offer common "
+    "workflows: reviewing changes, summarizing a folder, tidying tags, turning a meeting note into tasks."
 )
+
+
+def server_instructions(tools: Iterable[ToolDef]) -> str:
+    """What `server/discover` tells the model. The tools that ask for confirmation are those that need
+    the delete or purge right (`scope.rights` Rule 1), so a new confirmed tool is named without an edit here."""
+    confirmed = [d.tool.name for d in tools if d.right in (Right.DELETE, Right.PURGE)]
+    listed = ", ".join(confirmed[:-1]) + f" and {confirmed[-1]}" if len(confirmed) > 1 else "".join(confirmed)
+    return _INSTRUCTIONS.format(confirmed=listed or "No tool")
+
+
 _CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
     "tools/list": CacheHint(ttl_ms=300_000, scope="private"),  # by the caller's rights, which may change
@@ -143,6 +153,7 @@ def build_server(
     tools: Iterable[ToolDef] | None = None,
     configure_server: ServerHook | None = None,
     refresh_config: bool = True,
+    live: LiveChanges | None = None,
 ) -> Server[Any]:
     """`refresh_config=False` when the transport already brings the configuration up to date
     before each request reaches the server (HTTP: `RefreshConfig`, first of its middleware)."""
@@ -151,10 +162,9 @@ def build_server(
         raise RuntimeError(f"this server would emit forms that fail lint-form: {broken}")
     resolve_principal = principal_resolver(stdio_principal)
     grants = services.grants
+    tools = default_tools(services) if tools is None else list(tools)
     registry = ToolRegistry(
-        limit_by_right(
-            default_tools(services) if tools is None else tools, services.config.limits.per_minute
-        ),
+        limit_by_right(tools, services.config.limits.per_minute),
         rights_held=lambda call: grants.rights_held(call.principal, call.credential_rights),
     )
     resources = NoteResources(services, resolve_principal)
@@ -198,7 +208,7 @@ def build_server(
         SERVER_NAME,
         version=__version__,
         title="notewarden",
-        instructions=INSTRUCTIONS,
+        instructions=server_instructions(tools),
         cache_hints=_CACHE_HINTS,
         get_tool_input_schema=registry.input_schema,
         on_list_tools=list_tools,
@@ -209,6 +219,8 @@ def build_server(
         on_completion=complete,
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
+        # resources.subscribe and listChanged follow from serving it (tools.live)
+        on_subscriptions_listen=live or LiveChanges(services, resolve_principal, credential_rights),
     )
     if configure_server is not None:
         configure_server(server)  # test-only additions (tests/conformance); the shipped CLI passes none
@@ -241,14 +253,18 @@ async def serve_stdio(services: Services) -> None:
         raise SystemExit(
             "the config has no [stdio] principal: say who a stdio client is, or use --transport http"
         )
-    server = build_server(services, stdio_principal=principal)
+    live = LiveChanges(services, principal_resolver(principal), credential_rights)
+    server = build_server(services, stdio_principal=principal, live=live)
     # The SDK's transport, fed lines that went through the duplicate-member check first.
     lines = UniqueMemberLines(
         anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
     )
     async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
         lines.answer_on(write_stream)
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        try:
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        finally:
+            live.close()
 
 
 def transport_security(config: Config) -> TransportSecuritySettings:
@@ -272,12 +288,14 @@ def build_http_app(
     """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
     tools = list(default_tools(services) if tools is None else tools)
     # RefreshConfig (below) refreshes before the token table is consulted: once per request is enough
+    live = LiveChanges(services, principal_resolver(None), credential_rights)
     server = build_server(
         services,
         stdio_principal=None,
         tools=tools,
         configure_server=configure_server,
         refresh_config=False,
+        live=live,
     )
     oauth = services.config.oauth
     manager, json_manager = (
@@ -313,9 +331,12 @@ def build_http_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with manager.run(), json_manager.run():
-            yield
+            try:
+                yield
+            finally:
+                live.close()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/mcp", endpoint=endpoint),
             *(protected_resource_routes(oauth) if oauth else []),
@@ -328,3 +349,5 @@ def build_http_app(
         ],
         lifespan=lifespan,
     )
+    app.state.live = live  # `cli.serve` ends the listen streams when the server is told to stop
+    return app

@@ -25,17 +25,18 @@ lost its server, an import or export stopped with nothing written); 2 a configur
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import dataclasses
 import gc
 import logging
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from notewarden import __version__
 from notewarden.auditcommand import SINCE_HELP
 from notewarden.config import Config, ConfigError, config_for_directories, load_config
 from notewarden.ledger import LedgerUnavailable
@@ -45,6 +46,7 @@ from notewarden.scope.grants import WorkspaceFolderError
 from notewarden.scope.rights import ALL_RIGHTS, BUNDLES, DEFAULT_RIGHTS, Right, parse_rights
 from notewarden.sealing import SealingKeyError
 from notewarden.setup_checks import Problem, SetupProblem, describe_os_error, port_problem, require_servable
+from notewarden.version import __version__
 
 if TYPE_CHECKING:
     from notewarden.scope.sandbox import SandboxReport
@@ -326,7 +328,18 @@ def serve(args: argparse.Namespace) -> int:
             settings = uvicorn.Config(
                 app, host=config.http.host, port=port or 0, log_config=None, access_log=False
             )
-            uvicorn.Server(settings).run(sockets=[sock])
+            server = uvicorn.Server(settings)
+            stop = server.handle_exit
+
+            def handle_exit(sig: int, frame: Any) -> None:
+                # uvicorn waits for open responses before its lifespan ends: end the listen streams
+                # (tools.live) first, on the event loop, so that it does not wait for them
+                stop(sig, frame)
+                with contextlib.suppress(RuntimeError):  # the signal came before the loop ran
+                    asyncio.get_running_loop().call_soon_threadsafe(app.state.live.close)
+
+            server.handle_exit = handle_exit  # type: ignore[method-assign]
+            server.run(sockets=[sock])
     finally:
         services.close()
     return 0

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from notewarden import __version__
 from notewarden.config import Config
 from notewarden.notes.ownership import Relation, describe_ledger
 from notewarden.scope.rights import ALL_RIGHTS, Right, describe_rights
 from notewarden.scope.sandbox import SandboxReport
 from notewarden.services import Services
+from notewarden.version import __version__
 
 __all__ = ["startup_block"]
 

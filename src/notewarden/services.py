@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from notewarden.config import Config, load_config
 from notewarden.embeddings import SearchMode, open_search_mode
@@ -21,7 +22,7 @@ from notewarden.faults import installed as installed_faults
 from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.change_log import ChangeLog
-from notewarden.notes.files import FilesNoteStore
+from notewarden.notes.live import ChangeFeed, Drain, Liveness, Relay
 from notewarden.notes.ownership import (
     OwnerMarker,
     Relation,
@@ -38,9 +39,12 @@ from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import Grants
 from notewarden.scope.rights import ALL_RIGHTS, Right
-from notewarden.scope.uri import FileUri
+from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.sealing import SealingKeys, load_or_create_keys
 from notewarden.storage import STORE_SCHEMAS, open_ledger, open_store
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["Services", "WorkspaceTrash", "open_services", "shared_state_dirs"]
 
@@ -77,6 +81,10 @@ class Services:
     """Other state dirs' SQLite ledgers this server uses for the folders they own."""
     search: SearchMode = field(default_factory=lambda: SearchMode("lexical", "no model configured"))
     """How searches are answered: words, or words and meaning (`notewarden.embeddings`)."""
+    feed: ChangeFeed = field(default_factory=ChangeFeed)
+    """Every note change this process learns of, for `subscriptions/listen` (`notes.live`)."""
+    liveness: Liveness = field(default_factory=lambda: Liveness(None, None))
+    """The watch drain and the PostgreSQL relay, running while someone listens (`notes.live`)."""
     _trash_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trash_ledger(self, workspace: FileUri | str) -> Ledger:
@@ -110,6 +118,7 @@ class Services:
         return self.ledger
 
     def close(self) -> None:
+        self.liveness.close()
         self.store.close()
         self.ledger.close()
         for shared in self.shared_ledgers:
@@ -131,14 +140,19 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
         )
     ledger = open_ledger(config)
     changes = ChangeLog(config.audit)
-    store = open_store(config, ledger, changes)
     keys = load_or_create_keys(config.state_dir)
     log_sealing_keys(keys, config)
+
+    def trash_ledger(workspace: str) -> Ledger:
+        return services.trash_ledger(workspace)  # decided below, before any request
+
     services = Services(
         config=config,
         grants=grants,
         ledger=ledger,
-        store=store,
+        # the store asks which ledger owns a folder's trash; the answer needs the store itself (a
+        # takeover recovers the folder's interrupted deletes first), so it asks the services it is in
+        store=open_store(config, ledger, changes, trash_ledger=trash_ledger),
         sealing_keys=keys.keys,
         connections=Connections(ledger, keys.keys),  # seen by every instance (docs/deployment.md)
         changes=changes,
@@ -146,8 +160,7 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
     )
     logger.info("search mode", extra={"mode": services.search.mode, "reason": services.search.reason})
     import_legacy_file(ledger, config.state_dir / "publish.sqlite3")
-    if isinstance(store, FilesNoteStore):
-        store.ledger_for = services.trash_ledger
+    wire_live_changes(services)
     if config.storage.workspaces_are_directories:
         for workspace in config.workspaces:
             services.trash[str(workspace)] = settle_trash_owner(services, workspace)
@@ -165,6 +178,35 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
         },
     )
     return services
+
+
+def wire_live_changes(services: Services) -> None:
+    """`notes.live` Rule 2: the change log, the files store's index and (PostgreSQL) the relay
+    feed `services.feed`; the drain and the relay run only while someone listens."""
+    from notewarden.notes.files import FilesNoteStore
+
+    feed, store, grants = services.feed, services.store, services.grants
+    services.changes.feed = feed
+    drain = None
+    if isinstance(store, FilesNoteStore):
+        index = store.index
+        index.changes_seen = feed.on_index
+        drain = Drain(lambda workspace: index.refresh(workspace, grants.root(parse_file_uri(workspace))))
+    relay = None
+    url = services.config.storage.database_url
+    if services.config.storage.ledger == "postgres" and url:
+        feed.notify = True
+        timeout = max(1, round(services.config.storage.connect_timeout_seconds))
+
+        def connect() -> psycopg.Connection[Any]:
+            import psycopg
+
+            return psycopg.connect(
+                url, autocommit=True, connect_timeout=timeout, application_name="notewarden-live"
+            )
+
+        relay = Relay(connect, feed)
+    services.liveness = Liveness(drain, relay)
 
 
 def settle_trash_owner(services: Services, workspace: FileUri) -> WorkspaceTrash:

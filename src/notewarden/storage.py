@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from notewarden.config import Config
+from notewarden.config import Config, ConfigError
 from notewarden.ledger import Ledger, SqlSession
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.ledger.sqlite import SqliteLedger, SqliteSession
@@ -43,8 +43,10 @@ if TYPE_CHECKING:
 __all__ = [
     "STORE_SCHEMAS",
     "open_ledger",
+    "open_row_store",
     "open_store",
     "recorded_changes",
+    "refuse_files_store",
     "schema_components",
     "schema_status",
     "sqlite_path",
@@ -90,18 +92,46 @@ def open_ledger(config: Config, *, check_schema: bool = True) -> Ledger:
     )
 
 
-def open_store(config: Config, ledger: Ledger, changes: ChangeLog | None = None) -> NoteStore:
-    """`changes`: where the store's writes keep their records (one per process: it paces pruning)."""
+def open_store(
+    config: Config,
+    ledger: Ledger,
+    changes: ChangeLog | None = None,
+    *,
+    trash_ledger: Callable[[str], Ledger] | None = None,
+) -> NoteStore:
+    """The configured store, built with all it needs. `changes`: where its writes keep their records
+    (one per process: it paces pruning). `trash_ledger`: the ledger that owns a workspace folder's
+    trash (`Services.trash_ledger`, `notes.ownership`), which may be another state dir's; the files
+    store keeps each folder's trash rows and history there. The SQL stores keep everything in
+    `ledger`, their one database."""
     changes = changes or ChangeLog(config.audit)
     if config.storage.notes == "files":
         return FilesNoteStore(
             config.state_dir / "notes-index.sqlite3",
             ledger=ledger,
+            ledger_for=trash_ledger,
             durability=config.storage.durability,
             retention=config.history,
             changes=changes,
         )
     return SqlNoteStore(ledger, retention=config.history, changes=changes)
+
+
+def open_row_store(config: Config, ledger: Ledger) -> SqlNoteStore:
+    """The store of a configuration whose notes are database rows (`sqlite`, `postgres`), for
+    `notewarden import` / `export`; a `ConfigError` for `files`, whose notes are files already."""
+    refuse_files_store(config)
+    store = open_store(config, ledger)
+    assert isinstance(store, SqlNoteStore)  # every store but files keeps rows
+    return store
+
+
+def refuse_files_store(config: Config) -> None:
+    """Import and export move notes between a folder and rows: a files store has no rows."""
+    if config.storage.notes == "files":
+        raise ConfigError(
+            "[storage] notes = files keeps notes as files already; import and export need sqlite or postgres"
+        )
 
 
 def upgrade_schema(config: Config) -> dict[str, int]:

@@ -48,12 +48,11 @@ from notewarden.ledger import LedgerTxn
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.history import HISTORY_COLUMNS
 from notewarden.notes.ownership import read_owner, take_over
-from notewarden.notes.sql import SqlNoteStore
 from notewarden.scope.fs_errors import FsError, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
-from notewarden.storage import STORE_SCHEMAS, open_ledger
+from notewarden.storage import STORE_SCHEMAS, open_ledger, open_row_store, refuse_files_store
 
 __all__ = ["TransferError", "export_folder", "import_folder", "run_transfer"]
 
@@ -122,10 +121,7 @@ def _text(path: str, data: bytes) -> str:
 
 
 def _sql_workspace(config: Config, uri: str) -> str:
-    if config.storage.notes == "files":
-        raise ConfigError(
-            "[storage] notes = files keeps notes as files already; import and export need sqlite or postgres"
-        )
+    refuse_files_store(config)
     try:
         workspace = parse_file_uri(uri)
     except UriError as exc:
@@ -254,7 +250,7 @@ def import_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
         history, missing = _read_history(root, source, state_dir)
     ledger = open_ledger(config)
     try:
-        store = SqlNoteStore(ledger)
+        store = open_row_store(config, ledger)
         with ledger.critical_section() as txn:
             added, same, conflicts = 0, 0, []
             with _bar(len(notes), "importing") as bar:
@@ -337,7 +333,7 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
     ledger = open_ledger(config)
     try:
         partial.mkdir(parents=True, mode=0o755)
-        store = SqlNoteStore(ledger)
+        store = open_row_store(config, ledger)
         notes, left_out = 0, 0
         with _bar(None, "exporting") as bar:  # no total: counting the notes would read them all once more
             for path, text, modified_ns in store.all_rows(workspace):

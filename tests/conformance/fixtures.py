@@ -459,6 +459,22 @@ CUSTOM_HEADERS_SCHEMA: dict[str, Any] = {
 }
 
 
+LIVE: list[Any] = []
+"""The application's `tools.live.LiveChanges`, put here by `serve.py` once the app is built."""
+
+
+async def trigger_tool_change(call: ToolCall) -> ToolResult:
+    for live in LIVE:
+        live.announce(tools=True)
+    return text("the tool list changed")
+
+
+async def trigger_prompt_change(call: ToolCall) -> ToolResult:
+    for live in LIVE:
+        live.announce(prompts=True)
+    return text("the prompt list changed")
+
+
 async def custom_headers(call: ToolCall) -> ToolResult:
     return text(f"region={call.arguments['region']}")
 
@@ -468,6 +484,16 @@ async def custom_headers(call: ToolCall) -> ToolResult:
 
 def fixture_tools() -> list[ToolDef]:
     return [
+        tool(
+            "test_trigger_tool_change",
+            "Conformance (SEP-2575): listen streams that asked hear the tool list changed.",
+            trigger_tool_change,
+        ),
+        tool(
+            "test_trigger_prompt_change",
+            "Conformance (SEP-2575): listen streams that asked hear the prompt list changed.",
+            trigger_prompt_change,
+        ),
         tool("test_simple_text", "Conformance: returns one text block.", simple_text),
         tool("test_image_content", "Conformance: returns a 1x1 PNG image block.", image_content),
         tool("test_audio_content", "Conformance: returns a tiny WAV audio block.", audio_content),

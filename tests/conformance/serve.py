@@ -33,7 +33,7 @@ _REPO = Path(__file__).resolve().parents[2]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from tests.conformance.fixtures import fixture_tools, install_fixture_features  # noqa: E402
+from tests.conformance.fixtures import LIVE, fixture_tools, install_fixture_features  # noqa: E402
 
 from notewarden.app import build_http_app, default_tools  # noqa: E402
 from notewarden.config import load_config  # noqa: E402
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tools = [*default_tools(services), *fixture_tools()]
         app = build_http_app(services, tools=tools, configure_server=install_fixture_features)
+        LIVE.append(app.state.live)  # test_trigger_*_change announce list changes on its streams
         uvicorn.run(
             BearerRelay(app, token),
             host="127.0.0.1",

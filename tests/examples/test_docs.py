@@ -79,10 +79,11 @@ def author(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @asynccontextmanager
-async def shop_server(root: Path) -> AsyncIterator[Client]:
-    """`python shop.py` with the page's environment, its pipes recorded and schema-checked."""
+async def shop_server(root: Path, python: str = sys.executable) -> AsyncIterator[Client]:
+    """`python shop.py` with the page's environment, its pipes recorded and schema-checked; `python`:
+    another environment's (tests/packaging/test_library.py: the library alone)."""
     sent, received = root / "stdin.jsonl", root / "stdout.jsonl"
-    line = f"cd {root} && tee -a {sent} | {sys.executable} shop.py | tee -a {received}"
+    line = f"cd {root} && tee -a {sent} | {python} shop.py | tee -a {received}"
     env = {**os.environ, "SHOP_KEY": secrets.token_hex(32), "SHOP_DB": str(root / "shop.sqlite3")}
     params = StdioServerParameters(command="/bin/sh", args=["-c", line], env=env)
     async with Client(params, mode="auto") as session:

@@ -37,9 +37,6 @@ INTERESTING_STRINGS = [
     "${jndi:ldap://x}", "'; DROP TABLE trash; --", "\\\\?\\C:\\", "v1.", "=" * 20,
 ]  # fmt: skip
 INTERESTING_NUMBERS = [0, -1, 1, 2**31, 2**63, -(2**63), 2**64 + 1, 10**30, 1.5, -0.0, 1e308]
-METHODS = ["server/discover", "tools/list", "tools/call", "resources/list", "prompts/list", "ping"]
-METHODS += ["initialize", "notifications/cancelled", "notifications/initialized", "subscriptions/listen"]
-METHODS += ["", "tools/call/", "TOOLS/CALL", "rpc.discover"]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jsonschema import Draft7Validator
 
-from notewarden import __version__
+from notewarden.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "tests" / "spec" / "server.schema-2025-09-29.json"

@@ -41,14 +41,16 @@ def normalize(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh venv with only the wheel and what it pulls, constrained to the runtime lock."""
+def installed(tmp_path_factory: pytest.TempPathFactory, library_wheel: Path) -> Iterator[Path]:
+    """A fresh venv with only the wheel and what it pulls, constrained to the runtime lock; the
+    confirmation library it requires is this checkout's (packages/notewarden-confirm), not an index's."""
     work = tmp_path_factory.mktemp("wheel")
     run([sys.executable, "-m", "pip", "wheel", *PIP[:2], "--no-deps", "-w", work / "dist", ROOT])
-    [wheel] = (work / "dist").glob("notewarden-*.whl")
+    [wheel] = (work / "dist").glob("notewarden-0*.whl")
     venv.create(work / "venv", with_pip=True)
     python = work / "venv" / "bin" / "python"
-    run([python, "-m", "pip", "install", *PIP, "-c", ROOT / "requirements" / "runtime.txt", wheel])
+    lock = ROOT / "requirements" / "runtime.txt"
+    run([python, "-m", "pip", "install", *PIP, "-c", lock, library_wheel, wheel])
     yield work / "venv" / "bin"
 
 
@@ -58,6 +60,7 @@ def test_the_wheel_pulls_only_locked_runtime_dependencies(installed: Path) -> No
     have = {normalize(n): v for n, v in (line.split("==") for line in frozen if "==" in line)}
     tools = {"pip", "setuptools", "wheel"}
     runtime = locked("runtime.txt")
+    assert any(line.startswith("notewarden-confirm @ file:") for line in frozen), frozen
     assert {n: v for n, v in have.items() if n not in tools} == runtime, "installed set differs from the lock"
     for test_only in ("pytest", "playwright", "mypy", "fastmcp", "matplotlib", "psycopg"):
         assert test_only not in have
@@ -96,7 +99,9 @@ def declared() -> dict[str, Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     texts = project["dependencies"] + extras["postgres"] + extras["semantic"] + extras["testing"]
-    return {normalize(req.name): req for req in map(Requirement, texts)}
+    found = {normalize(req.name): req for req in map(Requirement, texts)}
+    found.pop("notewarden-confirm")  # built from this checkout, pinned exactly (test_library.py)
+    return found
 
 
 def test_every_imported_distribution_is_declared() -> None:

@@ -117,6 +117,22 @@ def test_a_right_lowered_between_rounds_wins_and_consumes_nothing(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_folder_right_lowered_between_rounds_wins(tmp_path: Path, pg: PgDatabase, backend: str) -> None:
+    """Delete taken from the note's folder only, still held in another (so the workspace itself
+    authorizes): every store refuses the chosen note by its reach. Before the contract suite
+    (tests/storage/test_store_contract.py) the files store trashed it."""
+    with deployment(tmp_path, backend, pg.name) as d:
+        d.add_note(NOTE, BODY)
+        client = d.client(d.start())
+        first = d.round1(client, "TPS report")
+        before = counts(d)
+        d.extra_config = f'[[principal.grant]]\nuri = "{d.workspace_uri}/drafts"\nrights = ["owner"]\n'
+        d.write_configs(rights=("reader",))
+        refused_for(d.round2(client, first, NOTE), "delete")
+        assert d.note_body(NOTE) == BODY and counts(d) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_publishing_lowered_between_rounds_is_refused_and_the_step_stays_open(
     tmp_path: Path, pg: PgDatabase, backend: str
 ) -> None:

@@ -106,8 +106,10 @@ class EditedDuringMove(FilesNoteStore):
     """The files store, with an editor's write landing after the move planned and before it swaps:
     the window a real editor can hit (the plan reads every linking note first)."""
 
-    def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[Any]:
-        planned = super()._plan_move(scope, moved_from, moved_to)
+    def _plan_move(
+        self, scope: WorkspaceScope, moved_from: str, moved_to: str, files: bool = False
+    ) -> list[Any]:
+        planned = super()._plan_move(scope, moved_from, moved_to, files)
         with (Path(scope.workspace.path) / "Home.md").open("a") as editor:
             editor.write("\nAdded while it moved: [[Plan]].\n")
         return planned

@@ -21,7 +21,7 @@ from notewarden.notes.model import NoteIdentity, content_version
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, read_owner
 from notewarden.notes.store import NoteContent, VersionConflict, replace_with
 from notewarden.notes.trash_journal import append_line, intent_line, read_journal, reset_journal
-from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
+from notewarden.scope.fs_errors import IdentityMismatch, NoteMissing
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
@@ -109,19 +109,6 @@ def test_racing_updates_of_one_version_have_one_winner(store: FilesNoteStore, sc
     assert {c.current_version for c in conflicts} == {content_version(on_disk.encode())}
 
 
-def test_stale_version_writes_nothing_and_a_retry_is_harmless(
-    store: FilesNoteStore, scope: WorkspaceScope
-) -> None:
-    first = store.read_note(scope, "todo.md")
-    second = update(store, scope, "todo.md", b"- v2\n", first.version)
-    with pytest.raises(VersionConflict) as caught:
-        update(store, scope, "todo.md", b"- lost?\n", first.version)
-    assert caught.value.current_version == second.version
-    assert store.read_note(scope, "todo.md").data == b"- v2\n"
-    again = update(store, scope, "todo.md", b"- v2\n", first.version)
-    assert again.version == second.version
-
-
 def test_restore_gives_back_the_exact_bytes(
     store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
 ) -> None:
@@ -140,30 +127,6 @@ def test_restore_gives_back_the_exact_bytes(
         with pytest.raises(NoteMissing):
             store.restore(txn, scope, trash_id, change=SETUP)
     assert scope.root.list_trash() == []
-
-
-def test_restore_never_replaces_and_can_take_another_path(
-    store: FilesNoteStore, ledger: SqliteLedger, scope: WorkspaceScope
-) -> None:
-    trash_id = trash(store, ledger, scope, "todo.md")
-    store.create_note(scope, "todo.md", b"- a new todo\n", change=SETUP)
-    with pytest.raises(NoteExists), ledger.critical_section() as txn:
-        store.restore(txn, scope, trash_id, change=SETUP)
-    assert scope.root.read_note("todo.md")[0] == b"- a new todo\n"
-    with ledger.critical_section() as txn:
-        store.restore(txn, scope, trash_id, new_id="old/todo.md", change=SETUP)
-    assert scope.root.read_note("old/todo.md")[0] == b"- stapler\n"
-
-
-def test_move_stays_inside_and_never_replaces(store: FilesNoteStore, scope: WorkspaceScope) -> None:
-    with pytest.raises(NoteExists):
-        store.move_note(scope, "todo.md", "reports/tps.md", change=SETUP)
-    for outside in ("../todo.md", "/etc/todo.md", ".notewarden-trash/x.md"):
-        with pytest.raises(PathRejected):
-            store.move_note(scope, "todo.md", outside, change=SETUP)
-    moved = store.move_note(scope, "todo.md", "done/todo.md", change=SETUP)
-    assert moved.note.id == "done/todo.md" and not (Path(scope.workspace.path) / "todo.md").exists()
-    assert [n.id for n in store.list_notes(scope)] == ["done/todo.md", "reports/tps.md"]
 
 
 def test_purge_refuses_an_entry_that_changed_and_deletes_the_rest(

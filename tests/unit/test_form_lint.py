@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from notewarden.forms.lint import lint_form
-from notewarden.tools.own_forms import check_own_forms, own_forms
+from notewarden.tools.own_forms import check_own_forms, declared_builders, own_forms
 
 SPEC = Path(__file__).resolve().parents[1] / "spec" / "schema-2026-07-28.json"
 
@@ -36,7 +36,7 @@ def test_the_shipped_definitions_are_the_official_ones() -> None:
 
 
 def test_every_form_the_server_emits_is_clean() -> None:
-    assert len(own_forms()) >= 5
+    assert len(own_forms()) >= 9
     assert check_own_forms() == {}
 
 
@@ -150,10 +150,10 @@ def test_cli_exit_status_for_ci(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "cannot read" in missing.stderr
 
 
-def test_every_form_builder_a_tool_calls_is_in_the_start_up_check() -> None:
-    """`own_forms` lists forms by hand: a builder a tool calls (`*_form(...)`) and the list leaves
-    out would never be linted (two were missing before this test). A builder's own body is not a
-    tool's call: `trash_empty_form` words the library's `yes_no_form`, and is itself linted."""
+def test_every_form_builder_a_tool_calls_is_declared_for_the_start_up_check() -> None:
+    """`own_forms` Rule 1: a builder a tool calls (`*_form(...)`) is declared with `@linted` beside
+    it, or its forms would never be linted. A builder's own body is not a tool's call:
+    `trash_empty_form` words the library's `yes_no_form` frame, and is itself declared."""
     tools = Path(__file__).resolve().parents[2] / "src" / "notewarden" / "tools"
 
     def builders_called(source: Path) -> set[str]:
@@ -174,7 +174,11 @@ def test_every_form_builder_a_tool_calls_is_in_the_start_up_check() -> None:
         }
 
     called = set().union(*(builders_called(p) for p in tools.glob("*.py") if p.name != "own_forms.py"))
-    assert called >= {"delete_form", "delete_set_form", "trash_empty_form", "history_purge_form"}, (
-        "the scanner sees the tools' calls"
-    )
-    assert called <= builders_called(tools / "own_forms.py"), called - builders_called(tools / "own_forms.py")
+    assert called >= {
+        "delete_form",
+        "delete_set_form",
+        "trash_empty_form",
+        "history_purge_form",
+        "connect_form",
+    }, "the scanner sees the tools' calls"
+    assert called <= declared_builders(), called - declared_builders()

@@ -14,15 +14,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "notewarden"
+LIBRARY = ROOT / "packages" / "notewarden-confirm" / "src" / "notewarden"
+"""The confirmation library's units (its own distribution, docs/packaging.md): one namespace
+package `notewarden` over both folders, one layer table."""
+
+
+def home(unit: str) -> Path:
+    """The folder (of the two) that holds `unit`."""
+    return LIBRARY if (LIBRARY / unit).is_dir() or (LIBRARY / f"{unit}.py").is_file() else PACKAGE
+
+
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def imports_of(unit: str) -> dict[str, list[str]]:
     """The top-level units of notewarden (`config`, `scope`, ...) that `unit` imports, each with
     the `file:line` places that import it."""
-    sources = (
-        sorted((PACKAGE / unit).rglob("*.py")) if (PACKAGE / unit).is_dir() else [PACKAGE / f"{unit}.py"]
-    )
+    where = home(unit)
+    sources = sorted((where / unit).rglob("*.py")) if (where / unit).is_dir() else [where / f"{unit}.py"]
     found: dict[str, list[str]] = {}
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
@@ -36,16 +45,16 @@ def imports_of(unit: str) -> dict[str, list[str]]:
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "notewarden" and len(parts) > 1 and parts[1] != unit:
-                    place = f"{source.relative_to(PACKAGE)}:{node.lineno}"
+                    place = f"{source.relative_to(where)}:{node.lineno}"
                     found.setdefault(parts[1], []).append(place)
     return found
 
 
 def top_level_units() -> list[str]:
-    """The modules (but `__init__`) and packages directly under `src/notewarden/`."""
+    """The modules (but `__init__`) and packages directly under `src/notewarden/` and the library's folder."""
     return sorted(
         p.stem if p.is_file() else p.name
-        for p in PACKAGE.iterdir()
+        for p in [*PACKAGE.iterdir(), *LIBRARY.iterdir()]
         if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
     )
 

@@ -431,3 +431,67 @@ def test_filters_that_keep_many_notes_walk_the_time_index_and_sort_nothing(tmp_p
                     assert "notes_by_mtime" in plan, plan
                 else:  # 110 notes: through the tag index, then sorted
                     assert "SCAN n " not in plan + " " and "note_tags" in plan, plan
+            counted = [sql for sql in seen if "SELECT count(*) FROM (SELECT 1 FROM note_tags g" in sql]
+            assert len(counted) == (2 if filters.tags_any or filters.tags_all else 0), seen
+            for sql in counted:
+                # a tag's notes are a range of the tag index, whatever other tags the workspace has
+                # (as `tag = ? OR (tag >= ? AND tag < ?)` it read every tag row: all the 'area' rows)
+                plan = " | ".join(str(row[3]) for row in index._db.execute("EXPLAIN QUERY PLAN " + sql))
+                assert "note_tags_by_tag (workspace=? AND tag>? AND tag<?)" in plan, plan
+
+
+def attachment_rows(index: NoteIndex, root: WorkspaceRoot) -> dict[str, int]:
+    """The attachments the index holds after a call (`index_refresh` Rule 11), with their sizes."""
+    index.attachment_files(WS, root, ("",))
+    rows = index._db.execute("SELECT path, size FROM attachments WHERE workspace = ? ORDER BY path", (WS,))
+    return dict(rows.fetchall())
+
+
+def test_attachments_appear_change_move_and_go_with_the_files(
+    index: NoteIndex, root: WorkspaceRoot, folder: Path, tmp_path: Path, mode: str
+) -> None:
+    (folder / "reports" / "chart.png").write_bytes(b"12345")
+    (folder / "reports" / "data.CSV").write_bytes(b"a,b\n")
+    (folder / ".obsidian").mkdir()
+    (folder / ".obsidian" / "icon.png").write_bytes(b"hidden")
+    (folder / "notes.txt").write_text("not an attachment\n")
+    (tmp_path / "outside.png").write_bytes(b"outside")
+    (folder / "link.png").symlink_to(tmp_path / "outside.png")
+    assert attachment_rows(index, root) == {"reports/chart.png": 5, "reports/data.CSV": 4}
+    files = index.attachment_files(WS, root, ("",))
+    assert files.by_name("chart.png") == ["reports/chart.png"] and files.by_path("reports/data.csv")
+    assert index.attachment_files(WS, root, ("other",)).by_name("chart.png") == []  # out of reach
+    assert ("link.png", SKIPPED_SYMLINK) in index.skipped(WS, ("",))
+    with (folder / "reports" / "chart.png").open("ab") as f:  # same inode, same directory mtime
+        f.write(b"67890")
+    if mode == "stamps":  # no event: found at the next full verification
+        index._verify_interval = 0
+    assert attachment_rows(index, root)["reports/chart.png"] == 10
+    (folder / "archive" / "2019").mkdir(parents=True)
+    (folder / "reports" / "chart.png").rename(folder / "archive" / "2019" / "Chart old.png")
+    assert attachment_rows(index, root) == {"archive/2019/Chart old.png": 10, "reports/data.CSV": 4}
+    assert index.attachment_files(WS, root, ("",)).by_name("chart old.png") == ["archive/2019/Chart old.png"]
+    (folder / "archive").rename(folder / "kept")
+    assert attachment_rows(index, root) == {"kept/2019/Chart old.png": 10, "reports/data.CSV": 4}
+    (folder / "reports" / "data.CSV").unlink()
+    for gone in (folder / "kept" / "2019").iterdir():
+        gone.unlink()
+    (folder / "kept" / "2019").rmdir()
+    assert attachment_rows(index, root) == {}
+
+
+def test_a_process_first_call_fills_the_attachments_of_an_index_built_before_them(
+    tmp_path: Path, root: WorkspaceRoot, folder: Path, mode: str
+) -> None:
+    """Schema step 6 empties nothing (Rule 11): an index whose table is empty (as one built before
+    the step) is filled by the next process's first call, which lists every directory."""
+    (folder / "reports" / "chart.png").write_bytes(b"12345")
+    first = NoteIndex(tmp_path / "index.sqlite3", watch=mode == "inotify")
+    assert attachment_rows(first, root) == {"reports/chart.png": 5}
+    first._db.execute("DELETE FROM attachments")
+    first.close()
+    second = NoteIndex(tmp_path / "index.sqlite3", watch=mode == "inotify")
+    try:
+        assert attachment_rows(second, root) == {"reports/chart.png": 5}
+    finally:
+        second.close()

@@ -45,6 +45,11 @@ def test_discover_advertises_tools_versions_and_cache_hints(alice: RawMcp) -> No
     assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0
     assert result["cacheScope"] in ("public", "private")
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "notewarden"
+    # the confirmed tools are named from the registry's destructive ones (`app.server_instructions`)
+    assert (
+        "notes_history_purge, notes_delete and notes_trash_empty ask the user to confirm"
+        in result["instructions"]
+    )
 
 
 def test_tools_list_is_deterministic_and_honest(alice: RawMcp) -> None:

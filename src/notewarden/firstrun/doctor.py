@@ -277,13 +277,7 @@ def _search(config: Config) -> Iterator[Finding]:
     """Which mode search answers in (issue 25): words and meaning with a model, or words only, and why."""
     from notewarden.embeddings import EmbeddingFailed, LoadedOnFirstUse, open_search_mode
 
-    try:
-        mode = open_search_mode(config.search)
-    except Exception as exc:  # a broken model install: say so, serve goes on lexical
-        yield Finding(
-            "warn", "search", f"the model could not be loaded ({type(exc).__name__}); search is by words only"
-        )
-        return
+    mode = open_search_mode(config.search)  # never raises: a broken install fails at load() below
     if mode.mode == "hybrid" and isinstance(mode.embedder, LoadedOnFirstUse):
         try:
             mode.embedder.load()  # serve reads it at the first search (embeddings Rule 4); say now if it works

@@ -81,6 +81,7 @@ from typing import Any
 
 from notewarden.ledger import LedgerTxn, SqlSession
 from notewarden.notes.history import Change, HistoryEntry
+from notewarden.notes.live import ChangeFeed
 from notewarden.schema import SchemaComponent
 
 __all__ = [
@@ -288,6 +289,8 @@ class ChangeLog:
     def __init__(self, retention: RecordRetention | None = None) -> None:
         self.retention = retention or RecordRetention()
         self._next_prune = 0.0
+        self.feed: ChangeFeed | None = None
+        """Told of every record, in its transaction (`notes.live` Rule 2): live changes."""
 
     def record(
         self, txn: LedgerTxn, workspace: str, change: Change, notes: Sequence[NoteEffect]
@@ -329,6 +332,10 @@ class ChangeLog:
             )
         if at >= self._next_prune:
             self._prune(txn, at)
+        if self.feed is not None:
+            self.feed.on_record(
+                txn, workspace, [(n.note_id, n.effect, n.previous_id, n.state) for n in notes]
+            )
         return record_id
 
     def _prune(self, txn: SqlSession, now: float) -> None:

@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -89,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
 from notewarden.notes import links
+from notewarden.notes.attachments import WithAttachments
 from notewarden.notes.change_log import ChangeLog, NoteEffect, moved_effects, versions_purged
 from notewarden.notes.health import HealthItem, HealthKey
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
@@ -118,6 +118,7 @@ from notewarden.notes.store import (
     refuse_unwritable_links,
     relink_change,
 )
+from notewarden.notes.store_kit import new_trash_id
 from notewarden.notes.trash_journal import (
     committed_line,
     intent_line,
@@ -189,10 +190,6 @@ JOURNAL_RECOVERY_BYTES = 256 * 1024
 """Appended by this process to one workspace's journal before it recovers and empties it."""
 _JOURNAL_READ_MAX = 64 * 1024 * 1024
 _HISTORY_READ_MAX = 64 * 1024 * 1024
-
-
-def _new_trash_id() -> str:
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
 
 
 def _committed(txn: LedgerTxn, trash_ids: Sequence[str]) -> set[str]:
@@ -283,19 +280,20 @@ class FilesNoteStore:
         index_path: Path | None = None,
         *,
         ledger: Ledger,
+        ledger_for: Callable[[str], Ledger] | None = None,
         watch: bool = True,
         durability: Durability = "normal",
         retention: Retention | None = None,
         changes: ChangeLog | None = None,
     ) -> None:
         """`index_path`: the index database (in the state directory); None keeps it in memory.
-        `ledger`: where content writes keep their history rows (with the trash's); `ledger_for`
-        replaces it per workspace once the folders' owners are known (`Services.trash_ledger`), so a
-        folder's history rows live in the one ledger that owns its trash (`notes.ownership`).
+        `ledger`: where content writes keep their history rows (with the trash's), unless `ledger_for`
+        names another per workspace: the ledger that owns the folder's trash (`Services.trash_ledger`,
+        `notes.ownership`), so a folder's history rows live in that one ledger.
         `durability`: "full" fsyncs each line of the trash journal and each saved version (power
         loss), as the ledger's `synchronous=FULL` does; "normal" survives a killed process, like the ledger."""
         self.index = NoteIndex(index_path or ":memory:", watch=watch)
-        self.ledger_for: Callable[[str], Ledger] = lambda _workspace: ledger
+        self.ledger_for: Callable[[str], Ledger] = ledger_for or (lambda _workspace: ledger)
         self.history = HistoryLog(retention or Retention())
         self.changes = changes or ChangeLog()
         """Where each change's record goes (`change_log`), in the ledger of its transaction."""
@@ -398,6 +396,11 @@ class FilesNoteStore:
         self, scope: WorkspaceScope, *, kinds: frozenset[str], after: HealthKey | None, limit: int
     ) -> list[HealthItem]:
         return self.index.health(*self._key(scope), kinds=kinds, after=after, limit=limit)
+
+    def attachment_files(self, scope: WorkspaceScope) -> links.VaultLookup:
+        """`attachments.IndexesAttachments`: the attachments in the scope's reach, from the index
+        (`index_refresh` Rule 11), current as of this call."""
+        return self.index.attachment_files(*self._key(scope))
 
     def links(
         self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None
@@ -570,13 +573,14 @@ class FilesNoteStore:
         relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
+        relink_attachments: bool = False,
     ) -> Moved:
         root, workspace = scope.root, str(scope.workspace)
         _inside(scope, note_id), _inside(scope, new_id)
         if dry_run:
             entry = root.stat_note(note_id)
             _refuse_taken(root, new_id)
-            planned = self._plan_move(scope, note_id, new_id) if relink else []
+            planned = self._plan_move(scope, note_id, new_id, relink_attachments) if relink else []
             head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
             note = Note(note_id, extract_title(head, note_id), NoteIdentity.of_file(entry.identity))
             return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
@@ -589,7 +593,7 @@ class FilesNoteStore:
             self._settle_move(txn, root, workspace)
             root.stat_note(note_id)
             _refuse_taken(root, new_id)
-            planned = self._plan_move(scope, note_id, new_id) if relink else []
+            planned = self._plan_move(scope, note_id, new_id, relink_attachments) if relink else []
             journal = None
             if planned:
                 txn.execute("DELETE FROM note_moves WHERE workspace = ?", (workspace,))  # settled marks
@@ -633,14 +637,18 @@ class FilesNoteStore:
             Note(new_id, extract_title(head, new_id), NoteIdentity.of_file(identity)), tuple(relinked)
         )
 
-    def _plan_move(self, scope: WorkspaceScope, moved_from: str, moved_to: str) -> list[_Planned]:
+    def _plan_move(
+        self, scope: WorkspaceScope, moved_from: str, moved_to: str, files: bool = False
+    ) -> list[_Planned]:
         """Every note of the workspace (not only of the scope's folder: links resolve across the
         whole workspace) whose links the move changes, with its new bytes; refused when one of them
-        is where the principal may not write (`store.refuse_unwritable_links`)."""
+        is where the principal may not write (`store.refuse_unwritable_links`). `files`: links to
+        attachments count too (`attachments.WithAttachments`)."""
         server = scope.as_server()  # read to find out; written only where the scope reaches
         workspace = str(scope.workspace)
         planned = []
-        with self.index.vault(workspace, scope.root) as vault:
+        with self.index.vault(workspace, scope.root) as notes:
+            vault = WithAttachments(notes, self.attachment_files(server)) if files else notes
             for note_id in self.index.linking_notes(workspace, moved_from, moved_to):
                 try:
                     current = self.read_note(server, note_id)
@@ -913,6 +921,8 @@ class FilesNoteStore:
     def move_to_trash(
         self, txn: LedgerTxn, scope: WorkspaceScope, candidates: Sequence[Note], *, change: Change
     ) -> list[TrashedNote]:
+        for candidate in candidates:  # each in the scope's reach now, as the SQL store checks it
+            scope.check(candidate.id)
         scope.root.require_in_place()
         workspace = str(scope.workspace)
         txn.lock_workspace(workspace)
@@ -946,7 +956,7 @@ class FilesNoteStore:
         ledger_id = txn.identity.ledger_id
         if self._journaled.get(workspace, 0) >= JOURNAL_RECOVERY_BYTES:  # we hold the lock
             self._replay_journal(txn, root, workspace)
-        trash_id = _new_trash_id()
+        trash_id = new_trash_id()
         deleted_at = time.time()
         intent = intent_line(trash_id, candidate.id, workspace, ledger_id)
         # One opening of the journal for both lines: the committed one goes through it after COMMIT.

@@ -20,13 +20,22 @@ a note):
   link is not shown). Out: the note has a link with a path (to a note, resolved or not, or to an
   attachment); `[[#Heading]]` and links to itself do not count.
 * `broken_link`, `broken_embed`: a link or embed (`![[…]]`, `![](…)`) whose target resolves to no
-  note (`links` Rule 1: path, name, then alias), with its line. Not judged: a link to an
-  attachment (a path ending in one of `ATTACHMENT_SUFFIXES`, Obsidian's accepted file formats:
-  the indexes hold notes only, so they cannot tell a present image from a missing one), and a
-  link's `#heading` or `#^block` (the indexes keep no headings: `notes_links` checks a note's
-  anchors by reading its targets). External links (a URL scheme) are not links between notes.
+  note (`links` Rule 1: path, name, then alias), with its line. Not judged: a link's `#heading`
+  or `#^block` (the indexes keep no headings: `notes_links` checks a note's anchors by reading
+  its targets). External links (a URL scheme) are not links between notes. A link to an
+  attachment (a path ending in one of `ATTACHMENT_SUFFIXES`, `notes.attachments` Rule 1) is
+  judged by the next two kinds instead.
+* `missing_attachment_link`, `missing_attachment_embed` (files store only): a link or embed to an
+  attachment that resolves to no note and opens no attachment file of the workspace
+  (`notes.attachments` Rule 2, over the files index's `attachments` table), with its line.
+* `unlinked_attachment` (files store only): an attachment file no link of the workspace opens.
+  Its item is the file (id: its path; title: its file name), so it comes in path order among the
+  notes of its folder.
 
-Attachments nothing links to are not reported: neither index knows which attachments exist.
+The two attachment judgements resolve against every attachment and every link of the workspace,
+as orphans do (Rule 3): a link to a file in a folder the caller may not read is not missing, and a
+file linked from such a folder is not unlinked; neither is ever named. A workspace kept in a
+database has no files (`notes.attachments` Rule 6): the SQL stores report none of these kinds.
 
 Rule 2 (order and paging): items are ordered by (note id, kind's rank, the link's place in the
 note), so a report reads folder by folder, note by note; a page's key is the last item's
@@ -56,13 +65,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from notewarden.notes.attachments import ATTACHMENT_SUFFIXES, is_attachment
 from notewarden.notes.model import title_words
 
 __all__ = [
+    "ATTACHMENT_KINDS",
     "ATTACHMENT_SUFFIXES",
     "EMPTY_MAX_BYTES",
     "EMPTY_SLACK",
     "KINDS",
+    "LINK_KINDS",
     "NO_CEILING",
     "DuplicateCache",
     "HealthItem",
@@ -85,20 +97,24 @@ KINDS: tuple[str, ...] = (
     "orphan",
     "broken_link",
     "broken_embed",
+    "missing_attachment_link",
+    "missing_attachment_embed",
+    "unlinked_attachment",
 )
 _RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 _LINKS_RANK = _RANK["broken_link"]
-"""Broken links and embeds are one stream (a note's links in order), ranked together."""
+LINK_KINDS: frozenset[str] = frozenset(
+    {"broken_link", "broken_embed", "missing_attachment_link", "missing_attachment_embed"}
+)
+"""Broken links and embeds, and missing attachments, are one stream (a note's links in order),
+ranked together."""
+ATTACHMENT_KINDS: frozenset[str] = frozenset(
+    {"missing_attachment_link", "missing_attachment_embed", "unlinked_attachment"}
+)
+"""What only a store with files judges (Rule 1)."""
 
 EMPTY_MAX_BYTES = 1024
 EMPTY_SLACK = 64
-ATTACHMENT_SUFFIXES: tuple[str, ...] = (
-    ".avif", ".bmp", ".gif", ".jpeg", ".jpg", ".png", ".svg", ".webp",
-    ".flac", ".m4a", ".mp3", ".ogg", ".wav", ".webm", ".3gp",
-    ".mkv", ".mov", ".mp4", ".ogv",
-    ".pdf", ".canvas", ".base",
-)  # fmt: skip
-"""Obsidian's accepted file formats other than Markdown (its help, "Accepted file formats")."""
 _LAST_SEQ = 2**62
 _WORDS: dict[str, str] = {}
 """`model.title_words` of titles seen, kept across calls: a report groups every title in reach on every
@@ -136,7 +152,7 @@ class HealthItem:
 
 
 def rank(kind: str) -> int:
-    return _LINKS_RANK if kind == "broken_embed" else _RANK[kind]
+    return _LINKS_RANK if kind in LINK_KINDS else _RANK[kind]
 
 
 def bound(kind: str, after: HealthKey | None) -> tuple[str, int]:
@@ -167,10 +183,6 @@ def merge(streams: Iterable[Sequence[HealthItem]], limit: int) -> list[HealthIte
     items = [item for stream in streams for item in stream]
     items.sort(key=lambda i: (i.note_id, rank(i.kind), i.seq))
     return items[:limit]
-
-
-def is_attachment(path: str) -> bool:
-    return path.rsplit("/", 1)[-1].lower().endswith(ATTACHMENT_SUFFIXES)
 
 
 _WHITESPACE = " \t\r\n"

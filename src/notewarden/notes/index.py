@@ -1,5 +1,5 @@
 """The files store's index, queried: search, delete candidates, listing pages, tags, links and recent
-changes, over the tables `notes.index_refresh` keeps current (its Rules 1-8 say what they hold and
+changes, over the tables `notes.index_refresh` keeps current (its Rules 1-11 say what they hold and
 how they follow the files).
 
 Rule 1: nothing the index holds is offered unchecked. Every query first brings the workspace up to
@@ -17,6 +17,16 @@ when a tag filter keeps fewer than `store.FILTER_FIRST_CAP` notes, they are read
 index and sorted; otherwise the time index `notes_by_mtime` is walked and each note tested, which
 stops at the page's end. Either reads O(page / share kept) or O(cap) rows, never every note (a tag
 on 10% of 20,000 notes read and sorted all of them: 14-19x slower at 20k than at 1k).
+
+Rule 4 (attachments, `index_refresh` Rule 11): an attachment link is resolved by `links.resolve_path`
+over the `attachments` table (`attachment_files`: a few indexed look-ups per link, in the caller's
+folders), after the refresh that brings the table up to date: O(links), whatever the vault's size.
+Health judges missing and unlinked attachments from the table and the link rows alone
+(`notes.health` Rule 1): only a link whose name key some attachment shares, and whose path has a
+folder (a bare name then opens one of them), or an attachment whose name key other attachments share
+or that only links with a folder name, is resolved one by one. An unlinked attachment of a page is
+`lstat`ed like the notes of the page (Rule 1): one that is gone leaves the table and the page is
+made again.
 """
 
 from __future__ import annotations
@@ -35,10 +45,9 @@ from notewarden.notes.index_refresh import (
     IndexedNote,
     IndexLookup,
     IndexRefresh,
-    prefix_range,
     same_file,
 )
-from notewarden.notes.links import VaultLookup, anchor_found, name_key
+from notewarden.notes.links import VaultLookup, name_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, matched_name, nearly_same, note_stem, title_words
 from notewarden.notes.store import (
@@ -53,28 +62,28 @@ from notewarden.notes.store import (
     TagCount,
     within_regions,
 )
+from notewarden.notes.store_kit import (
+    AnchorFacts,
+    AnchorMemo,
+    MemoLookup,
+    fts_phrase,
+    fts_query,
+    with_time_and_folder,
+)
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
 
 __all__ = ["NoteIndex"]
 
 
-def _fts_phrase(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _fts_query(terms: Sequence[str], match: SearchMatch) -> str:
-    every = " AND ".join(_fts_phrase(t) + "*" for t in terms)
-    if match == "all":
-        return every
-    return f"({' OR '.join(_fts_phrase(t) + '*' for t in terms)}) NOT ({every})"
-
-
 _TAG_EXISTS = (
     "EXISTS (SELECT 1 FROM note_tags g WHERE g.workspace = n.workspace AND g.note_id = n.id "
     "AND (g.tag = ? OR (g.tag >= ? AND g.tag < ?)))"
 )
-_TAG_MATCH = "(g.tag = ? OR (g.tag >= ? AND g.tag < ?))"
+_TAG_RANGE = "(g.workspace = ? AND g.tag >= ? AND g.tag < ? AND (g.tag = ? OR g.tag >= ?))"
+"""Rule 3: one tag and its nested tags as one range of `note_tags_by_tag` (the tag up to the tag and '0',
+which holds them), the rest tested on each row. Written as `tag = ? OR (tag >= ? AND tag < ?)` beside
+`workspace = ?`, the OR kept SQLite from ranging over the tag: it read every tag row of the workspace."""
 _PROPERTY_OPS = {"equals": "value IS ?", "before": "value < ?", "after": "value > ?"}
 
 
@@ -111,23 +120,15 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
         clause, values = _property_sql(test)
         clauses.append(clause)
         params += values
-    if filters.modified_after_ns is not None:
-        clauses.append("n.mtime_ns > ?")
-        params.append(filters.modified_after_ns)
-    if filters.modified_before_ns is not None:
-        clauses.append("n.mtime_ns < ?")
-        params.append(filters.modified_before_ns)
-    within, bounds = prefix_range("n.id", filters.folder.strip("/"))
-    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
+    return with_time_and_folder(filters, clauses, params, modified="n.mtime_ns", note_id="n.id")
 
 
-_AnchorFacts = tuple[tuple[Any, ...], tuple[str, ...]]
-_PARSED_ANCHORS: dict[tuple[str, int, int, int, int], _AnchorFacts] = {}
+_PARSED_ANCHORS: dict[tuple[str, int, int, int, int], AnchorFacts] = {}
 """A target's headings and block ids by (note id, dev, ino, size, mtime_ns): a version of a file."""
 _ANCHORS_KEPT = 4096
 
 
-class _Anchors:
+class _Anchors(AnchorMemo):
     """The headings and block ids of link targets, read when a link's anchor is shown (the index
     does not keep headings: `index_refresh` Rule 6's build skips the block parse where it can).
 
@@ -138,11 +139,13 @@ class _Anchors:
     out of reach shows no verdict on its anchor (None), never what that note contains."""
 
     def __init__(self, root: WorkspaceRoot, regions: Sequence[str]) -> None:
+        super().__init__()
         self._root = root
         self._regions = None if "" in regions else tuple(f"{r}/" for r in regions)
-        self._seen: dict[str, _AnchorFacts | None] = {}
 
-    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> _AnchorFacts | None:
+    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> AnchorFacts | None:
+        if self._regions is not None and not target.startswith(self._regions):
+            return None
         key = (target, *identity) if identity is not None else None
         if key is not None and (kept := _PARSED_ANCHORS.get(key)) is not None:
             return kept
@@ -158,18 +161,6 @@ class _Anchors:
             _PARSED_ANCHORS[key] = found
         return found
 
-    def found(
-        self, target: str, anchor: str, style: str, identity: tuple[int, int, int, int] | None = None
-    ) -> bool | None:
-        if self._regions is not None and not target.startswith(self._regions):
-            return None
-        if target not in self._seen:
-            self._seen[target] = self._facts(target, identity)
-        facts = self._seen[target]
-        if facts is None:
-            return None
-        return anchor_found(anchor, style, facts[0], facts[1])
-
 
 def _link_view(
     row: Sequence[Any], anchors: _Anchors, identity: tuple[int, int, int, int] | None = None
@@ -177,6 +168,36 @@ def _link_view(
     source, title, line, written, context, embed, path, anchor, target, via, style = row[:11]
     found = anchors.found(target, anchor, style, identity) if anchor and target is not None else None
     return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
+
+
+class _AttachmentFiles(MemoLookup):
+    """`links.VaultLookup` over the attachments table (Rule 4) in `regions`, under the index's lock."""
+
+    def __init__(self, index: NoteIndex, workspace: str, regions: Sequence[str]) -> None:
+        super().__init__()
+        self._index, self._workspace = index, workspace
+        self._within, self._bounds = within_regions("path", regions)
+
+    def _path(self, key: str) -> str | None:
+        with self._index._lock:
+            row = self._index._db.execute(
+                "SELECT min(path) FROM attachments INDEXED BY attachments_by_name_key WHERE workspace = ? "
+                f"AND name_key = ? AND path_key = ?{self._within}",
+                (self._workspace, key.rsplit("/", 1)[-1], key, *self._bounds),
+            ).fetchone()
+        return row[0]  # type: ignore[no-any-return]
+
+    def _names_of(self, key: str) -> list[str]:
+        with self._index._lock:
+            rows = self._index._db.execute(
+                "SELECT path FROM attachments INDEXED BY attachments_by_name_key WHERE workspace = ? "
+                f"AND name_key = ?{self._within} ORDER BY path",
+                (self._workspace, key, *self._bounds),
+            )
+            return [r[0] for r in rows]
+
+    def _aliased(self, key: str) -> list[str]:
+        return []  # files have no aliases
 
 
 class NoteIndex(IndexRefresh):
@@ -214,7 +235,7 @@ class NoteIndex(IndexRefresh):
             "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
             f"WHERE notes_text MATCH ? AND n.workspace = ?{within}{kept}"
         )
-        params: list[Any] = [_fts_query(terms, match), workspace, *bounds, *kept_params]
+        params: list[Any] = [fts_query(terms, match), workspace, *bounds, *kept_params]
         if after is not None:
             sql = f"SELECT * FROM ({sql}) WHERE score > ? OR (score = ? AND id > ?)"
             params += [after[0], after[0], after[1]]
@@ -293,17 +314,15 @@ class NoteIndex(IndexRefresh):
         every such filter keeps more (then the time index is walked)."""
         if filters is None:
             return None
-        choices: list[tuple[str, list[Any]]] = [
-            (f"g.workspace = ? AND {_TAG_MATCH}", [workspace, *_tag_params(t)]) for t in filters.tags_all
-        ]
+
+        def tag_range(tag: str) -> list[Any]:
+            key, nested, after = _tag_params(tag)
+            return [workspace, key, after, key, nested]
+
+        choices: list[tuple[str, list[Any]]] = [(_TAG_RANGE, tag_range(t)) for t in filters.tags_all]
         if filters.tags_any:
-            either = " OR ".join([_TAG_MATCH] * len(filters.tags_any))
-            choices.append(
-                (
-                    f"g.workspace = ? AND ({either})",
-                    [workspace, *(p for t in filters.tags_any for p in _tag_params(t))],
-                )
-            )
+            either = " OR ".join([_TAG_RANGE] * len(filters.tags_any))
+            choices.append((f"({either})", [p for t in filters.tags_any for p in tag_range(t)]))
         for condition, params in choices:
             (found,) = self._db.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM note_tags g WHERE {condition} LIMIT ?)",
@@ -432,7 +451,12 @@ class NoteIndex(IndexRefresh):
             for attempt in range(3):
                 self.refresh(workspace, root)
                 items = self._health_items(workspace, regions, kinds=kinds, after=after, limit=limit)
-                ids = sorted({i.note_id for i in items})
+                gone = [
+                    i.note_id
+                    for i in items
+                    if i.kind == "unlinked_attachment" and not self._attachment_on_disk(root, i.note_id)
+                ]
+                ids = sorted({i.note_id for i in items if i.kind != "unlinked_attachment"})
                 marks = ", ".join("?" * len(ids))
                 rows = [
                     IndexedNote.of(r)
@@ -442,13 +466,29 @@ class NoteIndex(IndexRefresh):
                     )
                 ]
                 stale = [n for n in rows if not self._on_disk(root, n, strict=attempt == 0)]
-                if not stale:
+                if not stale and not gone:
                     return items
                 with self._write():
                     for note in stale:
                         self._index_file(workspace, root, note.id, note)
+                    self._db.executemany(  # Rule 4: a file gone from under the table leaves it
+                        "DELETE FROM attachments WHERE workspace = ? AND path = ?",
+                        [(workspace, f) for f in gone],
+                    )
             present = {n.id for n in rows if n not in stale}
-            return [i for i in items if i.note_id in present]
+            return [
+                i
+                for i in items
+                if i.note_id in present or (i.kind == "unlinked_attachment" and i.note_id not in gone)
+            ]
+
+    @staticmethod
+    def _attachment_on_disk(root: WorkspaceRoot, path: str) -> bool:
+        try:
+            root.stat_note(path)
+        except FsError:
+            return False
+        return True
 
     def _health_items(
         self,
@@ -470,19 +510,30 @@ class NoteIndex(IndexRefresh):
                 (workspace, last, last, seq, checks.ceiling(streams, limit), *bounds, limit),
             ).fetchall()
 
-        if kinds & {"broken_link", "broken_embed"}:
+        files = _AttachmentFiles(self, workspace, ("",))  # every attachment (`notes.health` Rule 1)
+        if kinds & checks.LINK_KINDS:
             last, seq = checks.bound("broken_link", after)
             link_within, link_bounds = within_regions("l.note_id", regions)
             broken: list[checks.HealthItem] = []
-            for note_id, title, seq_, line, written, embed, path in self._db.execute(
-                "SELECT l.note_id, n.title, l.seq, l.line, l.written, l.embed, l.path FROM note_links l "
+            for note_id, title, seq_, line, written, embed, path, style, named in self._db.execute(
+                "SELECT l.note_id, n.title, l.seq, l.line, l.written, l.embed, l.path, l.style, EXISTS (SELECT 1 "
+                "FROM attachments a INDEXED BY attachments_by_name_key WHERE a.workspace = l.workspace AND "
+                "a.name_key = l.name_key) FROM note_links l "
                 "JOIN notes n ON n.workspace = l.workspace AND n.id = l.note_id WHERE l.workspace = ? "
                 "AND l.target IS NULL AND l.path != '' AND l.note_id >= ? AND (l.note_id > ? OR l.seq > ?)"
                 f"{link_within} ORDER BY l.note_id, l.seq",
                 (workspace, last, last, seq, *link_bounds),
             ):
-                kind = "broken_embed" if embed else "broken_link"
-                if kind in kinds and not checks.is_attachment(path):
+                if not checks.is_attachment(path):
+                    kind = "broken_embed" if embed else "broken_link"
+                else:
+                    kind = "missing_attachment_embed" if embed else "missing_attachment_link"
+                    # a bare name opens one of the attachments of its name key when there is one (Rule 4)
+                    if kind not in kinds or (
+                        named and ("/" not in path or resolve_path(path, style, note_id, files).target)
+                    ):
+                        continue
+                if kind in kinds:
                     broken.append(checks.HealthItem(kind, note_id, title, seq_, line, written, path))
                     if len(broken) >= limit:
                         break
@@ -522,6 +573,17 @@ class NoteIndex(IndexRefresh):
                 "WHERE i.workspace = n.workspace AND i.target = n.id AND i.note_id != n.id)",
             )
             streams.append([checks.HealthItem("orphan", i, t) for i, t in rows])
+        if "unlinked_attachment" in kinds:
+            streams.append(
+                self._unlinked(
+                    workspace,
+                    regions,
+                    files,
+                    after=after,
+                    ceiling=checks.ceiling(streams, limit),
+                    limit=limit,
+                )
+            )
         if kinds & {"duplicate_title", "near_duplicate_title"}:
             (changed,) = self._db.execute("PRAGMA data_version").fetchone()
             streams.append(
@@ -538,6 +600,56 @@ class NoteIndex(IndexRefresh):
                 )
             )
         return checks.merge(streams, limit)
+
+    def _unlinked(
+        self,
+        workspace: str,
+        regions: Sequence[str],
+        files: VaultLookup,
+        *,
+        after: checks.HealthKey | None,
+        ceiling: str,
+        limit: int,
+    ) -> list[checks.HealthItem]:
+        """`notes.health`'s `unlinked_attachment` stream (Rule 4): attachments in `regions` by path after
+        `after`, up to `ceiling`, that no link of the workspace opens."""
+        last, seq = checks.bound("unlinked_attachment", after)
+        within, bounds = within_regions("a.path", regions)
+        candidates = (
+            "FROM note_links l INDEXED BY note_links_by_name WHERE l.workspace = a.workspace "
+            "AND l.name_key = a.name_key AND l.target IS NULL AND l.path != ''"
+        )
+        found: list[checks.HealthItem] = []
+        for path, name, linked, bare, alone in self._db.execute(
+            f"SELECT a.path, a.name_key, EXISTS (SELECT 1 {candidates}), "
+            f"EXISTS (SELECT 1 {candidates} AND instr(l.path, '/') = 0), "
+            "NOT EXISTS (SELECT 1 FROM attachments b INDEXED BY attachments_by_name_key WHERE b.workspace = "
+            "a.workspace AND b.name_key = a.name_key AND b.path != a.path) "
+            "FROM attachments a WHERE a.workspace = ? AND a.path >= ? AND (a.path > ? OR 0 > ?) AND a.path <= ?"
+            f"{within} ORDER BY a.path",
+            (workspace, last, last, seq, ceiling, *bounds),
+        ):
+            if linked and bare and alone:
+                continue  # a bare name opens the only attachment of its name
+            if linked:
+                links = self._db.execute(
+                    "SELECT note_id, path, style FROM note_links INDEXED BY note_links_by_name WHERE workspace = ? "
+                    "AND name_key = ? AND target IS NULL AND path != ''",
+                    (workspace, name),
+                ).fetchall()
+                if any(resolve_path(p, style, source, files).target == path for source, p, style in links):
+                    continue
+            found.append(checks.HealthItem("unlinked_attachment", path, path.rsplit("/", 1)[-1]))
+            if len(found) >= limit:
+                break
+        return found
+
+    def attachment_files(self, workspace: str, root: WorkspaceRoot, regions: Sequence[str]) -> VaultLookup:
+        """Rule 4: the workspace's attachments in `regions` as link resolution sees them, current as of
+        this call (the refresh is O(changes)); each answer is a look-up, remembered for the lookup's life."""
+        with self._lock:
+            self.refresh(workspace, root)
+        return _AttachmentFiles(self, workspace, regions)
 
     @contextmanager
     def vault(self, workspace: str, root: WorkspaceRoot) -> Iterator[VaultLookup]:
@@ -629,7 +741,7 @@ class NoteIndex(IndexRefresh):
             f"SELECT {NOTE_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
             f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id LIMIT 500"
         )
-        params = [f"title : ({' OR '.join(_fts_phrase(w) for w in words)})", workspace, *bounds]
+        params = [f"title : ({' OR '.join(fts_phrase(w) for w in words)})", workspace, *bounds]
 
         def run() -> list[IndexedNote]:
             rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
@@ -685,7 +797,7 @@ class NoteIndex(IndexRefresh):
                 f"ON n.rowid = notes_titles.rowid WHERE notes_titles MATCH ? AND n.workspace = ?{within} "
                 "ORDER BY n.id"
             )
-            params: list[Any] = [" AND ".join(_fts_phrase(w) for w in long), workspace, *bounds]
+            params: list[Any] = [" AND ".join(fts_phrase(w) for w in long), workspace, *bounds]
         else:
             sql = f"SELECT {NOTE_COLUMNS}, {aliases} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
             params = [workspace, *bounds]

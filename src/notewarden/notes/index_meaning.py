@@ -27,9 +27,8 @@ from typing import Any
 
 from notewarden.notes.index import NoteIndex, _filter_sql
 from notewarden.notes.index_refresh import NOTE_COLUMNS, IndexedNote
-from notewarden.notes.sections import pieces_of
 from notewarden.notes.store import NoteFilter, ProgressSink, phased, within_regions
-from notewarden.notes.vectors import Embedder, NearSection, VectorIndex, VectorRow, Vectors, to_bytes
+from notewarden.notes.vectors import Embedder, NearSection, VectorIndex, VectorRow, Vectors, embed_notes
 from notewarden.scope.fsroot import WorkspaceRoot
 
 __all__ = ["EMBED_BATCH", "IndexMeaning", "NearNote", "in_regions"]
@@ -95,16 +94,9 @@ class IndexMeaning:
                         (workspace, *(r[0] for r in batch)),
                     )
                 }
-            planned = [(row, pieces_of(row[0], row[5] or "")) for row in batch]
-            wanted = {
-                piece.digest(embedder.name): piece.text
-                for (note_id, *_), pieces in planned
-                for piece in pieces
-                if (note_id, piece.digest(embedder.name)) not in kept
-            }
-            computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
+            vectors = embed_notes(embedder, [(row[0], row[0], row[5] or "") for row in batch], kept)
             with index._lock, index._write():
-                for (note_id, rowid, ino, size, mtime_ns, _), pieces in planned:
+                for note_id, rowid, ino, size, mtime_ns, _ in batch:
                     if not db.execute(
                         "UPDATE notes SET embedded = 1 WHERE rowid = ? AND id = ? AND ino = ? AND size = ? "
                         "AND mtime_ns = ? AND embedded = 0 RETURNING rowid",
@@ -114,18 +106,11 @@ class IndexMeaning:
                     db.execute(
                         "DELETE FROM note_chunks WHERE workspace = ? AND note_id = ?", (workspace, note_id)
                     )
-                    rows = []
-                    for chunk, piece in enumerate(pieces):
-                        digest = piece.digest(embedder.name)
-                        vector = kept.get((note_id, digest)) or to_bytes(computed[digest])
-                        rows.append((workspace, note_id, chunk, piece.section, digest, vector))
                     db.executemany(
                         "INSERT INTO note_chunks (workspace, note_id, chunk, section, digest, vector) "
                         "VALUES (?, ?, ?, ?, ?, ?)",
-                        rows,
+                        [(workspace, note_id, *row) for row in vectors[note_id]],
                     )
-                    if not rows:
-                        self._forget(workspace, note_id)
             done += len(batch)
             after = batch[-1][0]
             if progress is not None:

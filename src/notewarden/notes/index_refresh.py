@@ -50,9 +50,8 @@ transaction (`_resolve_dirty`): nothing else is re-read or re-parsed. A first bu
 the workspace indexed yet) knows every note it will read from its listings before it reads one, so
 it stores each link resolved by path and name as it reads it (`_PlannedVault`); only the links
 that resolve through neither, the names of aliases and of notes that could not be read are
-resolved again at its end. Writing each link row once, instead of writing it unresolved and
-updating it in a pass over every link, took a 100k-note build (300k links) from 52.5 s to 43.1 s
-of CPU (issue 14).
+resolved again at its end: each link row is written once, not written unresolved and updated in a
+pass over every link.
 
 Rule 7 (what changed; `recent`): each note row carries its latest change (created, modified,
 moved; the time is the file's mtime, or when the move was seen) and a note that goes leaves a row
@@ -76,17 +75,28 @@ Rule 9 (few segments): an FTS5 table is a set of segments, and a lookup probes e
 term (a title query for a 7-character word is 5 trigrams). Indexing many notes in one pass leaves
 several: FTS5 writes a segment whenever its pending terms fill, and its automerge keeps up to three
 per level. A pass that wrote the full text of at least `BATCH` notes (a first build, an import, a
-sync) ends by merging each full-text table into one segment (FTS5's `optimize`: 5 ms at 1,000
-notes, 48 ms at 10,000, against the 2.4 s of such a build). Later writes, Rule 5's purges
-included, each add a small segment, which automerge keeps few. At 1,000 notes a first build left
-12 segments in the trigram table, and a title lookup took 98–146 µs; after the merge, 47 µs
-(docs/performance.md, item 11).
+sync) ends by merging each full-text table into one segment (FTS5's `optimize`, a small share of
+such a pass). Later writes, Rule 5's purges included, each add a small segment, which automerge
+keeps few. What the merge costs and saves: docs/performance.md, "Where the time goes", item 11.
 
 Rule 10 (what notes mean, issue 25; schema step 5): with a model configured, each note's sections
 have vectors in `note_chunks` (`notes.index_meaning` computes them). A note whose text is written
 again is marked `embedded = 0` (a partial index lists those), so only changed notes are embedded
 again, and of those only the sections whose text changed (`digest`). A note that leaves the index
 takes its vectors along. `notes_by_mtime` serves filters-only searches (`notes.index` Rule 3).
+
+Rule 11 (attachments, issue 27; schema step 6): the listings that find notes also find the
+workspace's attachment files (`notes.attachments` Rule 1: its extensions, nothing hidden, no
+symlink, no other mount; the same `list_dir`), kept in `attachments` by path with the keys links
+resolve them by (`links.note_key`, `links.name_key` of the path: an attachment keeps its
+extension) and their size and mtime. They follow the files as notes do: a directory listed again
+(Rules 2 and 3) reconciles its attachments; under inotify a created, removed or renamed attachment
+re-lists its directory (it may be a symlink, which `skipped` must name) and a written one is
+`lstat`ed again alone; a directory that goes takes its attachments along. Nothing reads an
+attachment's bytes here: `notes.index` resolves attachment links and judges them (`notes.health`)
+from this table, and a read goes through the directory handle with every check
+(`notes.attachments` Rule 5). The step empties nothing: each process's first call lists every
+directory (Rule 2), which fills the table.
 """
 
 from __future__ import annotations
@@ -105,10 +115,12 @@ from typing import Any
 
 import inotify_simple
 
+from notewarden.notes.attachments import ATTACHMENT_SUFFIXES, is_attachment
 from notewarden.notes.links import MappedVault, context_line, id_keyed, name_key, note_key, resolve_path
 from notewarden.notes.markdown import NoteFacts, fold, parse_note, tag_key
-from notewarden.notes.model import note_stem
-from notewarden.notes.store import ProgressSink, within_regions
+from notewarden.notes.model import NoteIdentity, note_stem
+from notewarden.notes.store import ProgressSink
+from notewarden.notes.store_kit import MemoLookup, prefix_range
 from notewarden.schema import apply_migrations
 from notewarden.scope.fs_errors import FsError, PathRejected
 from notewarden.scope.fsroot import DirListing, DirStamp, FileIdentity, WorkspaceRoot
@@ -122,7 +134,6 @@ __all__ = [
     "IndexLookup",
     "IndexRefresh",
     "IndexedNote",
-    "prefix_range",
     "same_file",
 ]
 
@@ -253,6 +264,17 @@ INDEX_MIGRATIONS: Sequence[str] = (
     CREATE INDEX note_chunks_by_seq ON note_chunks (workspace, seq);
     CREATE TABLE vector_models (workspace TEXT PRIMARY KEY, model TEXT NOT NULL) WITHOUT ROWID
     """,
+    # Rule 11: the attachment files. Nothing is emptied: a process's first call lists every directory
+    # (Rule 2's full verification), which fills the table.
+    """
+    CREATE TABLE attachments (
+        workspace TEXT NOT NULL, path TEXT NOT NULL, dir TEXT NOT NULL,
+        path_key TEXT NOT NULL, name_key TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        PRIMARY KEY (workspace, path)
+    ) WITHOUT ROWID;
+    CREATE INDEX attachments_by_dir ON attachments (workspace, dir);
+    CREATE INDEX attachments_by_name_key ON attachments (workspace, name_key, path_key)
+    """,
 )
 
 _WATCH_MASK = (
@@ -321,50 +343,49 @@ def _is_note_path(path: str) -> bool:
     return not any(p.startswith(".") for p in parts) and parts[-1].lower().endswith(NOTE_SUFFIXES)
 
 
+def _is_attachment_path(path: str) -> bool:
+    """Rule 11: a path the attachments table may hold (`notes.attachments` Rule 1)."""
+    try:
+        parts = split_relative(path)
+    except PathRejected:
+        return False
+    return not any(p.startswith(".") for p in parts) and is_attachment(parts[-1])
+
+
+_LISTED_SUFFIXES = (*NOTE_SUFFIXES, *ATTACHMENT_SUFFIXES)
+"""What a listing keeps: notes and attachments (Rule 11)."""
+
+
 def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def prefix_range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:
-    """SQL restricting `column` to paths below directory `prefix` ("" is everything)."""
-    return within_regions(column, (prefix,))
-
-
-class IndexLookup:
+class IndexLookup(MemoLookup):
     """`links.VaultLookup` over the index, remembering answers for one resolution pass."""
 
     def __init__(self, db: sqlite3.Connection, workspace: str) -> None:
+        super().__init__()
         self._db, self._workspace = db, workspace
-        self._paths: dict[str, str | None] = {}
-        self._names: dict[str, list[str]] = {}
-        self._aliases: dict[str, list[str]] = {}
 
-    def by_path(self, key: str) -> str | None:
-        if key not in self._paths:
-            row = self._db.execute(  # a path's name is its last component: one index serves both
-                "SELECT min(id) FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key = ? "
-                "AND path_key = ?",
-                (self._workspace, key.rsplit("/", 1)[-1], key),
-            ).fetchone()
-            self._paths[key] = row[0]
-        return self._paths[key]
+    def _path(self, key: str) -> str | None:
+        row = self._db.execute(  # a path's name is its last component: one index serves both
+            "SELECT min(id) FROM notes INDEXED BY notes_by_name_key WHERE workspace = ? AND name_key = ? "
+            "AND path_key = ?",
+            (self._workspace, key.rsplit("/", 1)[-1], key),
+        ).fetchone()
+        return row[0]  # type: ignore[no-any-return]
 
-    def by_name(self, key: str) -> list[str]:
-        if key not in self._names:
-            rows = self._db.execute(
-                "SELECT id FROM notes WHERE workspace = ? AND name_key = ?", (self._workspace, key)
-            )
-            self._names[key] = [r[0] for r in rows]
-        return self._names[key]
+    def _names_of(self, key: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT id FROM notes WHERE workspace = ? AND name_key = ?", (self._workspace, key)
+        )
+        return [r[0] for r in rows]
 
-    def by_alias(self, key: str) -> list[str]:
-        if key not in self._aliases:
-            rows = self._db.execute(
-                "SELECT note_id FROM note_aliases WHERE workspace = ? AND alias_key = ?",
-                (self._workspace, key),
-            )
-            self._aliases[key] = [r[0] for r in rows]
-        return self._aliases[key]
+    def _aliased(self, key: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT note_id FROM note_aliases WHERE workspace = ? AND alias_key = ?", (self._workspace, key)
+        )
+        return [r[0] for r in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +466,11 @@ class IndexRefresh:
         and before anything deletes or reads facts."""
         self.vectors_gone: Callable[[str, str], None] | None = None
         """Told of each note that leaves the index (Rule 10)."""
+        self.changes_seen: Callable[[str, list[tuple[str, bool, str | None]]], None] | None = None
+        """Told, after a refresh of a workspace already indexed, of the notes it found changed
+        (id, whether it appeared or went, its identity's fingerprint or None when it went): for live
+        changes (`notes.live`). Never of a write told through `note_changed`, nor of a first build."""
+        self._seen: list[tuple[str, bool, str | None]] | None = None
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -496,6 +522,19 @@ class IndexRefresh:
     # Freshness (Rule 2)
 
     def refresh(self, workspace: str, root: WorkspaceRoot, progress: ProgressSink | None = None) -> None:
+        seen: list[tuple[str, bool, str | None]] = []
+        with self._lock:
+            known = self._live.get(workspace)
+            watched = self.changes_seen is not None and known is not None and known.synced
+            self._seen = seen if watched else None
+            try:
+                self._refresh(workspace, root, progress)
+            finally:
+                self._seen = None
+        if seen and self.changes_seen is not None:
+            self.changes_seen(workspace, seen)
+
+    def _refresh(self, workspace: str, root: WorkspaceRoot, progress: ProgressSink | None) -> None:
         with self._lock:
             live = self._live_state(workspace, root)
             now = time.monotonic()
@@ -591,6 +630,7 @@ class IndexRefresh:
         watcher = live.watcher
         dirty_dirs: set[str] = set()
         dirty_files: set[str] = set()
+        dirty_attachments: set[str] = set()  # written in place (Rule 11)
         may_exist: set[str] = set()  # names with an event other than a removal
         # One read takes every event queued when the call began (the size FIONREAD reports); later
         # ones are the next call's.
@@ -613,10 +653,14 @@ class IndexRefresh:
                 dirty_files.add(child)
                 if not event.mask & _REMOVED:
                     may_exist.add(child)
+            elif not event.mask & _STRUCTURAL and _is_attachment_path(child):
+                dirty_attachments.add(child)
             elif event.mask & _STRUCTURAL and not event.name.startswith("."):
                 dirty_dirs.add(directory)  # maybe a symlink: a listing reports it as skipped (Rule 8)
         if dirty_dirs:
             self._walk(workspace, root, live, full=False, only=sorted(dirty_dirs), progress=progress)
+        if dirty_attachments:
+            self._restat_attachments(workspace, root, sorted(dirty_attachments))
         # A name with no file and no row is already what the index says: typically the previous
         # delete's own rename, whose write-through dropped the row. Re-reading it would find nothing
         # and drop nothing, but open a write transaction; a file created there later is an event of
@@ -629,6 +673,30 @@ class IndexRefresh:
             with self._write():  # a rename's old name first, so that its new name is seen as a move (Rule 7)
                 for note_id in sorted(changed, key=lambda n: (present[n], n)):
                     self._index_file(workspace, root, note_id)
+
+    def _restat_attachments(self, workspace: str, root: WorkspaceRoot, paths: Sequence[str]) -> None:
+        """Rule 11: attachments written in place, `lstat`ed again (one that is no longer a regular
+        file of the workspace's mount leaves the table); only those the table already holds."""
+        with self._write():
+            for path in paths:
+                known = self._db.execute(
+                    "SELECT size, mtime_ns FROM attachments WHERE workspace = ? AND path = ?",
+                    (workspace, path),
+                ).fetchone()
+                if known is None:
+                    continue  # a listing finds it (its creation was an event of its own)
+                try:
+                    identity = root.stat_note(path).identity
+                except FsError:
+                    self._db.execute(
+                        "DELETE FROM attachments WHERE workspace = ? AND path = ?", (workspace, path)
+                    )
+                    continue
+                if (identity.size, identity.mtime_ns) != tuple(known):
+                    self._db.execute(
+                        "UPDATE attachments SET size = ?, mtime_ns = ? WHERE workspace = ? AND path = ?",
+                        (identity.size, identity.mtime_ns, workspace, path),
+                    )
 
     def _has_row(self, workspace: str, note_id: str) -> bool:
         row = self._db.execute("SELECT 1 FROM notes WHERE workspace = ? AND id = ?", (workspace, note_id))
@@ -672,7 +740,7 @@ class IndexRefresh:
                         continue
                 try:
                     listing = root.list_dir(
-                        split_dir(path), watch=self._watch_callback(workspace, live, path)
+                        split_dir(path), _LISTED_SUFFIXES, watch=self._watch_callback(workspace, live, path)
                     )
                 except FsError:
                     self._forget_subtree(workspace, path)
@@ -727,7 +795,8 @@ class IndexRefresh:
                 f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.workspace = ? AND n.dir = ?", (workspace, path)
             )
         }
-        listed = {entry.path: entry for entry in listing.notes}
+        listed = {entry.path: entry for entry in listing.notes if entry.path.lower().endswith(NOTE_SUFFIXES)}
+        self._reconcile_attachments(workspace, listing)
         for gone in known.keys() - listed.keys():
             self._forget_note(workspace, gone)
         self._db.execute("DELETE FROM skipped WHERE workspace = ? AND dir = ?", (workspace, path))
@@ -740,6 +809,36 @@ class IndexRefresh:
             for note_id, entry in listed.items()
             if (old := known.get(note_id)) is None or old.identity != entry.identity or not old.settled
         ]
+
+    def _reconcile_attachments(self, workspace: str, listing: DirListing) -> None:
+        """Rule 11: the attachments of one directory listing, as it found them."""
+        path = listing.path
+        files = {
+            e.path: e.identity
+            for e in listing.notes
+            if not e.path.lower().endswith(NOTE_SUFFIXES) and is_attachment(e.path)
+        }
+        known = {
+            r[0]: (r[1], r[2])
+            for r in self._db.execute(
+                "SELECT path, size, mtime_ns FROM attachments WHERE workspace = ? AND dir = ?",
+                (workspace, path),
+            )
+        }
+        self._db.executemany(
+            "DELETE FROM attachments WHERE workspace = ? AND path = ?",
+            [(workspace, gone) for gone in known.keys() - files.keys()],
+        )
+        self._db.executemany(
+            "INSERT INTO attachments (workspace, path, dir, path_key, name_key, size, mtime_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace, path) DO UPDATE SET size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns",
+            [
+                (workspace, file, path, note_key(file), name_key(file), identity.size, identity.mtime_ns)
+                for file, identity in files.items()
+                if known.get(file) != (identity.size, identity.mtime_ns)
+            ],
+        )
 
     def _read_files(
         self,
@@ -849,6 +948,8 @@ class IndexRefresh:
             (rowid, title, "\n".join((note_stem(note_id), *facts.aliases))),
         )
         self._store_facts(workspace, note_id, facts, body, fresh=known is None)
+        if self._seen is not None:
+            self._seen.append((note_id, known is None, NoteIdentity.of_file(identity).fingerprint()))
         return True
 
     def _change_of(
@@ -1028,6 +1129,8 @@ class IndexRefresh:
             return
         self._forget_text([(row[0],)])
         self._forget_facts(workspace, note_id)
+        if self._seen is not None:
+            self._seen.append((note_id, True, None))
         self._db.execute("DELETE FROM note_chunks WHERE workspace = ? AND note_id = ?", (workspace, note_id))
         self._vectors_gone(workspace, note_id)
         self._dirty.add((workspace, name_key(note_id)))
@@ -1070,6 +1173,8 @@ class IndexRefresh:
         )
         for _, note_id, *_ in removed:
             self._vectors_gone(workspace, note_id)
+            if self._seen is not None:
+                self._seen.append((note_id, True, None))
         self._dirty.update(
             (workspace, k) for k in [*(a for (a,) in aliases), *(name_key(r[1]) for r in removed)]
         )
@@ -1081,6 +1186,7 @@ class IndexRefresh:
             self._db.execute("DELETE FROM dirs WHERE workspace = ? AND path = ?", (workspace, path))
         self._db.execute(f"DELETE FROM dirs WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
         self._db.execute(f"DELETE FROM skipped WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
+        self._db.execute(f"DELETE FROM attachments WHERE workspace = ?{dir_within}", (workspace, *dir_bounds))
         watcher = live.watcher if live is not None else None
         if watcher is not None:
             below = path + "/"

@@ -67,8 +67,8 @@ Each indexed filter (a tag, the tags of `any`, a property, a folder) is counted 
 `store.FILTER_FIRST_CAP`: the first that keeps fewer drives the query (its rows read through its
 own index, the other filters tested on each, then sorted); when none does, the time index is walked
 newest first, each note tested by index probes on its row, until the page is full. Either reads
-O(page / share kept) or O(cap) rows; before, a tag on 10% of the notes read every note and sorted
-them on a computed rank (34 ms in the database at 20,000 notes, an 18 MB sort on disk at 40%).
+O(page / share kept) or O(cap) rows, never every note and never a sort of every note that passes
+(docs/performance.md, "Search by meaning": tag-only searches).
 The rank of a filters-only hit is the negated `modified_ns`, an exact integer in the cursor.
 
 Rule 7 (what notes mean, issue 25; `notes.sql_schema` step 4): with a model configured, a search by
@@ -89,7 +89,6 @@ import dataclasses
 import json
 import logging
 import math
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -113,12 +112,12 @@ from notewarden.notes.derived import (
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
-from notewarden.notes.sections import pieces_of
 from notewarden.notes.snippets import SNIPPET_SCAN_CHARS
 from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     FILTER_FIRST_CAP,
     MERGE_ATTEMPTS,
+    ContentRefused,
     LinkView,
     MeaningHit,
     Moved,
@@ -141,6 +140,16 @@ from notewarden.notes.store import (
     refuse_unwritable_links,
     relink_change,
     within_regions,
+)
+from notewarden.notes.store_kit import (
+    AnchorFacts,
+    AnchorMemo,
+    MemoLookup,
+    fts_phrase,
+    fts_query,
+    new_trash_id,
+    prefix_range,
+    with_time_and_folder,
 )
 from notewarden.scope.fs_errors import FsError, IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
@@ -483,16 +492,14 @@ def _insert_many(txn: SqlSession, statement: str, rows: Sequence[Sequence[object
             copy.write_row(row)
 
 
-class _SqlLookup:
+class _SqlLookup(MemoLookup):
     """`links.VaultLookup` over a workspace's rows, query by query, remembering row ids by path."""
 
     def __init__(self, db: SqlSession, workspace: str) -> None:
+        super().__init__()
         self._db, self._workspace = db, workspace
         self._sql = _STATEMENTS[db.dialect]
         self.rows: dict[str, int] = {}
-        self._paths: dict[str, str | None] = {}
-        self._names: dict[str, list[str]] = {}
-        self._aliases: dict[str, list[str]] = {}
 
     def _remember(self, rows: Iterable[Sequence[Any]]) -> list[str]:
         found = []
@@ -501,23 +508,15 @@ class _SqlLookup:
             found.append(path)
         return found
 
-    def by_path(self, key: str) -> str | None:
-        if key not in self._paths:
-            rows = self._db.execute(self._sql["by_path"], (self._workspace, key.rsplit("/", 1)[-1], key))
-            self._paths[key] = next(iter(self._remember(rows)), None)
-        return self._paths[key]
+    def _path(self, key: str) -> str | None:
+        rows = self._db.execute(self._sql["by_path"], (self._workspace, key.rsplit("/", 1)[-1], key))
+        return next(iter(self._remember(rows)), None)
 
-    def by_name(self, key: str) -> list[str]:
-        if key not in self._names:
-            self._names[key] = self._remember(self._db.execute(self._sql["by_name"], (self._workspace, key)))
-        return self._names[key]
+    def _names_of(self, key: str) -> list[str]:
+        return self._remember(self._db.execute(self._sql["by_name"], (self._workspace, key)))
 
-    def by_alias(self, key: str) -> list[str]:
-        if key not in self._aliases:
-            self._aliases[key] = self._remember(
-                self._db.execute(self._sql["by_alias"], (self._workspace, key))
-            )
-        return self._aliases[key]
+    def _aliased(self, key: str) -> list[str]:
+        return self._remember(self._db.execute(self._sql["by_alias"], (self._workspace, key)))
 
 
 class _Probed:
@@ -612,20 +611,6 @@ def _property_clause(test: PropertyTest) -> tuple[str, list[Any]]:
     return " OR ".join(parts) or "1 = 0", [*texts, *numbers]
 
 
-def _with_time_and_folder(
-    filters: NoteFilter, clauses: list[str], params: list[Any]
-) -> tuple[str, list[Any]]:
-    """`clauses` and the tests of `filters` on the note's own row (dates, folder), as ` AND ...` SQL."""
-    if filters.modified_after_ns is not None:
-        clauses.append("n.modified_ns > ?")
-        params.append(filters.modified_after_ns)
-    if filters.modified_before_ns is not None:
-        clauses.append("n.modified_ns < ?")
-        params.append(filters.modified_before_ns)
-    within, bounds = _within((filters.folder.strip("/"),))
-    return "".join(f" AND {c}" for c in clauses) + within, params + list(bounds)
-
-
 def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[Any]]:
     """SQL (` AND ...`) and parameters keeping the notes that pass `filters` (index lookups each)."""
     if filters is None:
@@ -645,7 +630,7 @@ def _filter_sql(filters: NoteFilter | None, workspace: str) -> tuple[str, list[A
             f"n.id IN (SELECT note_row FROM note_properties WHERE workspace = ? AND name = ? AND ({condition}))"
         )
         params += [workspace, test.name, *values]
-    return _with_time_and_folder(filters, clauses, params)
+    return with_time_and_folder(filters, clauses, params, modified="n.modified_ns", note_id="n.path")
 
 
 _NOTES_FOR_IDF = 100
@@ -691,7 +676,7 @@ def _filter_exists(filters: NoteFilter | None) -> tuple[str, list[Any]]:
             f"EXISTS (SELECT 1 FROM note_properties p WHERE p.note_row = n.id AND p.name = ? AND ({condition}))"
         )
         params += [test.name, *values]
-    return _with_time_and_folder(filters, clauses, params)
+    return with_time_and_folder(filters, clauses, params, modified="n.modified_ns", note_id="n.path")
 
 
 def _drivers(filters: NoteFilter | None, workspace: str) -> list[tuple[str, list[Any]]]:
@@ -721,17 +706,9 @@ def _drivers(filters: NoteFilter | None, workspace: str) -> list[tuple[str, list
         )
     folder = filters.folder.strip("/")
     if folder:
-        within, bounds = _within((folder,), "path")
+        within, bounds = prefix_range("path", folder)
         found.append((f"id AS note_row FROM notes WHERE workspace = ?{within}", [workspace, *bounds]))
     return found
-
-
-def _fts_query(terms: Sequence[str], match: SearchMatch) -> str:
-    """FTS5: every term as a prefix, or with `match="any"` some but not all of them."""
-    every = " AND ".join(_fts_phrase(t) + "*" for t in terms)
-    if match == "all":
-        return every
-    return f"({' OR '.join(_fts_phrase(t) + '*' for t in terms)}) NOT ({every})"
 
 
 class _Relinking:
@@ -758,10 +735,6 @@ def _moved_ids(relinked: Sequence[Relinked], moved_from: str, moved_to: str) -> 
     )
 
 
-def _new_trash_id() -> str:
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
-
-
 def _state(note: Note) -> str:
     """A note's state as its record keeps it (`change_log` Rule 1): the row's identity."""
     return note.identity.fingerprint()
@@ -786,15 +759,15 @@ def _text(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FsError("a note kept in the database must be UTF-8 text") from None
+        raise ContentRefused(
+            "nothing was written: a note kept in the database must be UTF-8 text; write it as text"
+        ) from None
     if "\x00" in text:
-        raise FsError("a note kept in the database cannot contain NUL characters")
+        raise ContentRefused(
+            "nothing was written: a note kept in the database cannot contain NUL characters (U+0000); "
+            "remove them and write it again"
+        )
     return text
-
-
-def _within(regions: Sequence[str], column: str = "n.path") -> tuple[str, tuple[str, ...]]:
-    """SQL restricting `column` (a note id) to the folders `regions` (`store.within_regions`)."""
-    return within_regions(column, regions)
 
 
 def _json(value: object) -> dict[str, Any] | None:
@@ -813,33 +786,25 @@ def _note(row: Sequence[Any]) -> Note:
     return Note(id=path, title=title, identity=_identity(row_id, version, modified_ns, size))
 
 
-def _fts_phrase(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def _like_contains(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class _Anchors:
+class _Anchors(AnchorMemo):
     """The headings and block ids of link targets, parsed when a link's anchor is shown."""
 
     def __init__(self, store: SqlNoteStore, db: SqlSession, scope: WorkspaceScope) -> None:
+        super().__init__()
         self._store, self._db = store, db
         self._scope = scope.whole_workspace()
-        self._seen: dict[str, Any] = {}
 
-    def found(self, target: str, anchor: str, style: str) -> bool | None:
-        if target not in self._seen:
-            try:
-                body = self._store._read(self._db, self._scope, target).data.decode()
-                self._seen[target] = parse_note(body, note_stem(target))
-            except (FsError, RightMissing):  # gone, or where the principal may not read
-                self._seen[target] = None
-        facts = self._seen[target]
-        if facts is None:
+    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> AnchorFacts | None:
+        try:
+            body = self._store._read(self._db, self._scope, target).data.decode()
+        except (FsError, RightMissing):  # gone, or where the principal may not read
             return None
-        return links.anchor_found(anchor, style, facts.headings, (b.id for b in facts.block_ids))
+        facts = parse_note(body, note_stem(target))
+        return tuple(facts.headings), tuple(b.id for b in facts.block_ids)
 
 
 class SqlNoteStore:
@@ -1032,7 +997,7 @@ class SqlNoteStore:
     ) -> int:
         """Rule 7: the vectors of the rows written since theirs were, a batch at a time: read in a
         snapshot, embedded outside any transaction, written in one guarded by each row's version."""
-        from notewarden.notes.vectors import to_bytes
+        from notewarden.notes.vectors import embed_notes
 
         workspace = str(scope.workspace)
         self._use_model(workspace, embedder.name)
@@ -1051,14 +1016,7 @@ class SqlNoteStore:
                         sql["vectors_of_rows"].format(marks=_marks(batch)), [r[0] for r in batch]
                     )
                 }
-            planned = [(row_id, version, pieces_of(path, body)) for row_id, version, path, body in batch]
-            wanted = {
-                piece.digest(embedder.name): piece.text
-                for row_id, _, pieces in planned
-                for piece in pieces
-                if (row_id, piece.digest(embedder.name)) not in kept
-            }
-            computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
+            vectors = embed_notes(embedder, [(row_id, path, body) for row_id, _, path, body in batch], kept)
             with self._ledger.critical_section() as txn:
                 # Rule 7: one vector writer per workspace at a time, so that its rows' seq values
                 # commit in order and `_vectors`' read of the rows after the last seq misses none
@@ -1066,14 +1024,11 @@ class SqlNoteStore:
                 txn.lock_workspace(workspace)
                 sql = _STATEMENTS[txn.dialect]
                 rows: list[tuple[object, ...]] = []
-                for row_id, version, pieces in planned:
+                for row_id, version, _, _ in batch:
                     if not txn.execute(sql["embedded"], (row_id, version)):
                         continue  # written again meanwhile: the next pass takes it
                     txn.execute(sql["vectors_drop"], (row_id,))
-                    for chunk, piece in enumerate(pieces):
-                        digest = piece.digest(embedder.name)
-                        vector = kept.get((row_id, digest)) or to_bytes(computed[digest])
-                        rows.append((row_id, workspace, chunk, piece.section, digest, vector))
+                    rows += [(row_id, workspace, *row) for row in vectors[row_id]]
                 _insert_many(txn, sql["vector_insert"], rows)
             done += len(batch)
             after = int(batch[-1][0])
@@ -1143,7 +1098,7 @@ class SqlNoteStore:
             near = held.nearest(query, limit * _OVERSAMPLE, keep=keep)
         if not near:
             return []
-        within, bounds = _within(regions)
+        within, bounds = within_regions("n.path", regions)
         kept, kept_params = _filter_sql(filters, workspace)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1190,7 +1145,7 @@ class SqlNoteStore:
         limit: int | None,
         progress: ProgressSink | None = None,
     ) -> list[Note]:
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             statement = sql["page"].format(within=within)
@@ -1206,7 +1161,7 @@ class SqlNoteStore:
     ) -> list[Note]:
         """Notes one of whose title keys (title, file stem, aliases) contains every word
         (`notes.derived` Rules 2 and 3), by id."""
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
         folded = [w.casefold() for w in words]
         long, short = title_patterns(folded)
 
@@ -1215,10 +1170,10 @@ class SqlNoteStore:
             if db.dialect == "sqlite":
                 contains = " AND ".join("instr(k.value, ?) > 0" for _ in folded)
                 if long:
-                    match = " AND ".join(_fts_phrase(json_escaped(w)) for w in long)
+                    match = " AND ".join(fts_phrase(json_escaped(w)) for w in long)
                     statement = sql["titled_trigram"]
                 else:
-                    match = " AND ".join(_fts_phrase(gram_token(w)) for w in short)
+                    match = " AND ".join(fts_phrase(gram_token(w)) for w in short)
                     statement = sql["titled_grams"]
                 return db.execute(
                     statement.format(within=within, contains=contains), [match, workspace, *bounds, *folded]
@@ -1262,7 +1217,7 @@ class SqlNoteStore:
         if not terms:
             return self._filtered(scope, after=after, limit=limit, filters=filters, progress=progress)
         workspace = str(scope.workspace)
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
         kept, kept_params = _filter_sql(filters, workspace)
         start = after if after is not None else (float("-inf"), "")
 
@@ -1270,7 +1225,7 @@ class SqlNoteStore:
             if db.dialect == "sqlite":
                 return db.execute(
                     sql["search"].format(within=within + kept),
-                    [_fts_query(terms, match), workspace, *bounds, *kept_params, *start, limit],
+                    [fts_query(terms, match), workspace, *bounds, *kept_params, *start, limit],
                 )
             query = search_query(terms, match)
             if query is None:
@@ -1318,7 +1273,7 @@ class SqlNoteStore:
     ) -> list[SearchHit]:
         """Rule 6: the notes passing `filters`, newest first, ties by id; the rank is -modified_ns."""
         workspace = str(scope.workspace)
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
         tests, test_params = _filter_exists(filters)
         page, page_params = "", []
         if after is not None:
@@ -1353,7 +1308,7 @@ class SqlNoteStore:
         """By folded tag: the running counts for a whole workspace, counted over a folder's notes."""
         low = max(tag_key(prefix), after + "\x01" if after is not None else "")  # text holds no NUL
         high = tag_key(prefix) + "\U0010ffff"
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if not within:
@@ -1370,8 +1325,8 @@ class SqlNoteStore:
         """`notes.health`'s report from the derived columns and link rows (Rule 4), a page of it."""
         workspace = str(scope.workspace)
         self._current_links(workspace)
-        within, bounds = _within(scope.regions)
-        link_within, link_bounds = _within(scope.regions, "l.source")
+        within, bounds = within_regions("n.path", scope.regions)
+        link_within, link_bounds = within_regions("l.source", scope.regions)
         page: list[health.HealthItem] = []
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1478,7 +1433,7 @@ class SqlNoteStore:
         resume, resume_at = ("", ()) if after is None else (" AND (l.source, l.seq) > (?, ?)", after)
         _inside(scope, note_id)
         self._current_links(workspace)
-        within, bounds = _within(scope.regions, "l.source")
+        within, bounds = within_regions("l.source", scope.regions)
         with self._ledger.snapshot() as db:
             sql = _STATEMENTS[db.dialect]
             rows = db.execute(sql["note_facts"], (workspace, note_id))
@@ -1526,7 +1481,7 @@ class SqlNoteStore:
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
         """The latest change of each note (the version trigger keeps it), and the notes that went."""
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
         workspace, since = str(scope.workspace), since_ns or 0
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1557,11 +1512,11 @@ class SqlNoteStore:
         words = [w for w in wanted.split() if len(w) >= 3]
         if not words:
             return [n for n in self.find_titled(scope, wanted.split()) if title_words(n.title) == wanted]
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if db.dialect == "sqlite":
-                match = " OR ".join(_fts_phrase(json_escaped(w)) for w in words)
+                match = " OR ".join(fts_phrase(json_escaped(w)) for w in words)
                 return db.execute(
                     sql["similar"].format(within=within),
                     (match, str(scope.workspace), *bounds, _SIMILAR_SCAN),
@@ -1582,7 +1537,7 @@ class SqlNoteStore:
 
     def complete_ids(self, scope: WorkspaceScope, prefix: str, *, limit: int) -> tuple[list[str], bool]:
         """Ids starting with `prefix`, then ids whose file name does (folded): two index ranges."""
-        within, bounds = _within(scope.regions)
+        within, bounds = within_regions("n.path", scope.regions)
         key = fold(prefix)
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -1762,6 +1717,7 @@ class SqlNoteStore:
         relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
+        relink_attachments: bool = False,  # no files here, so no attachment links to rewrite
     ) -> Moved:
         """Rule 5: one transaction rewrites the linking notes and moves the note."""
         workspace = str(scope.workspace)
@@ -1870,7 +1826,7 @@ class SqlNoteStore:
         note_id = _inside(scope, candidate.id)
         workspace = str(scope.workspace)
         sql = _STATEMENTS[txn.dialect]
-        trash_id = _new_trash_id()
+        trash_id = new_trash_id()
         deleted_at = time.time()
         row_id, version = candidate.identity.key
         match = (workspace, note_id, row_id, version)

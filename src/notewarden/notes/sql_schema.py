@@ -22,7 +22,8 @@ triggers on `notes`, so they follow every writer; only the derived columns wait 
 (`notes.derived` Rule 1). PostgreSQL's `path` is compared byte by byte (`COLLATE "C"`): ids sort
 as the files store sorts them, and a folder is a range of ids whatever the database's locale.
 A GIN index keeps new entries in a pending list that every query reads in full until it is
-merged (at 4 MB by default: some 10,000 notes, 30 ms per search); the limit here is 256 kB,
+merged (at 4 MB by default, some 10,000 notes: docs/performance.md, "The PostgreSQL store");
+the limit here is 256 kB,
 and `notewarden import` merges the lists when it is done. PostgreSQL's planner cannot estimate `derived_version IS DISTINCT FROM version` (two columns), so
 it reads it from the stored column `stale`, whose statistics say how rare it is. Step 2 needs the
 `pg_trgm` extension (trusted: the database owner running `db upgrade` may

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FILTER_FIRST_CAP",
     "MERGE_ATTEMPTS",
+    "ContentRefused",
     "LinkView",
     "MeaningHit",
     "Moved",
@@ -284,6 +285,11 @@ class Moved:
     note: Note
     """The note at its new id (in a dry run: as it is, not moved)."""
     relinked: tuple[Relinked, ...] = ()
+
+
+class ContentRefused(ValueError):
+    """Content this store cannot keep as given (the SQL store: bytes that are not UTF-8 text, or text
+    with a NUL character, which a database text column cannot hold); nothing was written."""
 
 
 class VersionConflict(Exception):
@@ -537,13 +543,17 @@ class NoteStore(Protocol):
         relink: bool = False,
         dry_run: bool = False,
         progress: ProgressSink | None = None,
+        relink_attachments: bool = False,
     ) -> Moved:
         """Rename inside the workspace, never replacing (`fs_errors.NoteExists`). With `relink`, every
         link whose target the move would change, in any note of the workspace, is rewritten to open
         the same note afterwards (`links.rewrite_for_move`), each rewritten note's content kept in its
         history under `relink_change(change, …)`: all of it or none of it. A linking note another writer changes during
         the move is read again and rewritten on its new content (at most `MERGE_ATTEMPTS` times, then
-        `VersionConflict` and nothing is written). `dry_run`: what would be rewritten; nothing is."""
+        `VersionConflict` and nothing is written). `dry_run`: what would be rewritten; nothing is.
+        `relink_attachments` (with `relink`): links to attachments count too (`attachments.WithAttachments`),
+        so the moved note's relative links to files that stay where they are still open them; a store
+        without files (SQL) has none to rewrite."""
         ...
 
     def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> Sequence[TrashedNote]:

@@ -12,8 +12,8 @@ reader that is not the owner can tell confirmed deletes from unresolved ones. On
 owner ledger's lock rewrite the journal (`reset_journal`); every other process only reads it.
 
 Rule 2 (appending): a line is one `write` with `O_APPEND`, so the lines of concurrent writers never
-interleave. Appending allocates no inode, unlike a file per entry (which cost 11-287 µs of kernel CPU
-per delete on these machines' ext4, docs/performance.md). With `sync` the line is fsynced, and the
+interleave. Appending allocates no inode, unlike a file per entry (its kernel CPU per delete on
+ext4: docs/performance.md). With `sync` the line is fsynced, and the
 trash directory too when the append created the journal (survives power loss).
 
 Rule 3: the journal is a record of the trash (`note_paths` Rule 2), reached only through the workspace

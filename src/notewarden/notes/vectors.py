@@ -23,12 +23,14 @@ hit is only shown for a note the store still has, in the caller's reach and filt
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from notewarden.notes.sections import pieces_of
 
 __all__ = [
     "ADD_BATCH",
@@ -65,6 +67,36 @@ class Embedder(Protocol):
 
 def to_bytes(vector: npt.NDArray[np.floating]) -> bytes:
     return np.asarray(vector, dtype="<f2").tobytes()
+
+
+K = TypeVar("K", str, int)
+PieceRow = tuple[int, str, str, bytes]
+"""A section's stored vector: its chunk number, section name, text digest and `to_bytes` vector."""
+
+
+def embed_notes(
+    embedder: Embedder, notes: Sequence[tuple[K, str, str]], kept: Mapping[tuple[K, str], bytes]
+) -> dict[K, list[PieceRow]]:
+    """Each note `(key, name, text)` cut into its sections (`sections.pieces_of`) with a vector each:
+    the vector `kept` for the same note and digest (the text did not change), or computed, all of a
+    batch's new texts in one call to the model. Both stores' `embed_pending` write these rows."""
+    planned = {key: pieces_of(name, text) for key, name, text in notes}
+    wanted = {
+        piece.digest(embedder.name): piece.text
+        for key, pieces in planned.items()
+        for piece in pieces
+        if (key, piece.digest(embedder.name)) not in kept
+    }
+    computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
+    rows: dict[K, list[PieceRow]] = {}
+    for key, pieces in planned.items():
+        rows[key] = []
+        for chunk, piece in enumerate(pieces):
+            digest = piece.digest(embedder.name)
+            rows[key].append(
+                (chunk, piece.section, digest, kept.get((key, digest)) or to_bytes(computed[digest]))
+            )
+    return rows
 
 
 def from_bytes(data: bytes) -> Vectors:

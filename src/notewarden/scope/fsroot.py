@@ -408,8 +408,14 @@ class WorkspaceRoot:
             skipped: list[tuple[str, str]] = []
             for entry in entries:
                 name = entry.name
+                if skip_hidden and name.startswith("."):
+                    continue
+                if not (
+                    name.lower().endswith(wanted) or entry.is_dir(follow_symlinks=False) or entry.is_symlink()
+                ):
+                    continue  # a file that is not listed: no lstat (the entry's type is known without one)
                 rel = "/".join((*parts, name))
-                if (skip_hidden and name.startswith(".")) or not addressable(rel):
+                if not addressable(rel):
                     continue
                 try:
                     est = entry.stat(follow_symlinks=False)

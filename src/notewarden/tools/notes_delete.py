@@ -41,6 +41,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.confirmed import confirm_in_workspace, reauthorize_sealed, sealed_workspace
+from notewarden.tools.own_forms import linted
 from notewarden.tools.registry import (
     DESTRUCTIVE,
     ToolCall,
@@ -219,6 +220,23 @@ def delete_request(
     return delete_set_form(str(scope.uri), candidates)
 
 
+def sample_candidates(count: int) -> list[Candidate]:
+    """`count` candidates as a tool shows them, for the start-up check of the forms (`own_forms`)."""
+    at = 1_700_000_000_000_000_000
+    return [
+        as_candidate(Note(f"folder/note-{i}.md", f"Note {i}", NoteIdentity((1, i), at, 10)))
+        for i in range(count)
+    ]
+
+
+@linted(
+    lambda build: {
+        "notes_delete (1 candidate)": build("file:///srv/notes", "TPS", sample_candidates(1)),
+        f"notes_delete ({MAX_CANDIDATES} candidates)": build(
+            "file:///srv/notes", "n", sample_candidates(MAX_CANDIDATES)
+        ),
+    }
+)
 def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
     """notes_delete by title: pick the one note to delete and confirm."""
     count = len(candidates)
@@ -233,6 +251,14 @@ def delete_form(workspace: str, query: str, candidates: Sequence[Candidate]) -> 
     )
 
 
+@linted(
+    lambda build: {
+        "notes_delete noteIds (1)": build("file:///srv/notes", sample_candidates(1)),
+        f"notes_delete noteIds ({MAX_CANDIDATES})": build(
+            "file:///srv/notes", sample_candidates(MAX_CANDIDATES)
+        ),
+    }
+)
 def delete_set_form(workspace: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
     """notes_delete by ids: every note ticked, the user unticks any to keep."""
     count = len(candidates)

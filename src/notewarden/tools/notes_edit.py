@@ -18,7 +18,9 @@
 * `notes_move` rewrites every link the move would break, in every note of the workspace (`links`
   Rule 3), all or none (`NoteStore.move_note`); each rewritten note's previous content is in its
   history (`previousVersionId`). `dryRun` lists what would be rewritten and writes nothing.
-  `updateLinks: false` moves the note alone. Undo: `notes_revert` each rewritten note to its
+  `updateLinks: false` moves the note alone. Links to attachments are not links to notes and stay
+  as written, unless `updateAttachmentLinks: true` asks (`notes.attachments.WithAttachments`: the
+  moved note's relative links to files that stay put). Undo: `notes_revert` each rewritten note to its
   `previousVersionId`, then move the note back with `updateLinks: false` (every byte as before).
 """
 
@@ -262,6 +264,15 @@ class EditTools:
         note_id = call.arguments["noteId"]
         new_path = require_note_path(call.arguments["newPath"], "newPath")
         dry_run = call.arguments.get("dryRun", False)
+        relink, files = (
+            call.arguments.get("updateLinks", True),
+            call.arguments.get("updateAttachmentLinks", False),
+        )
+        if files and not relink:
+            raise ToolFailure(
+                "invalid_arguments",
+                "updateAttachmentLinks rewrites links as updateLinks does: leave updateLinks true",
+            )
         async with progress_sink(call.report_progress) as progress:
             move = functools.partial(
                 self.services.store.move_note,
@@ -269,9 +280,10 @@ class EditTools:
                 note_id,
                 new_path,
                 change=call.change(f"moved {note_id} to {new_path}"),
-                relink=call.arguments.get("updateLinks", True),
+                relink=relink,
                 dry_run=dry_run,
                 progress=progress,
+                relink_attachments=files,
             )
             moved = await anyio.to_thread.run_sync(move)
         rewritten = []
@@ -421,6 +433,13 @@ def notes_move(services: Services) -> ToolDef:
                         "type": "boolean",
                         "default": True,
                         "description": "Rewrite the links to the note (default true).",
+                    },
+                    "updateAttachmentLinks": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "Also rewrite the moved note's links to attachments (images, pdf, ...) "
+                        "that would no longer open them from its new folder; attachments never move. Default "
+                        "false; needs updateLinks.",
                     },
                 },
                 ["workspaceUri", "noteId", "newPath"],

@@ -2,12 +2,13 @@
 
 The report (`notes.health` Rule 1 says what each kind means and what is not judged): notes whose
 front matter does not parse, empty notes, duplicate and near-duplicate titles, orphans (no link in
-or out), broken links and embeds with their line. Attachments nothing links to are not reported:
-the indexes hold notes only. Items come note by note in id order, so a report reads folder by
-folder (`folder` narrows it to one); each item names its folder and says how to fix it with the
-existing tools. It pages like every listing (`tools.paging`): the cursor holds the last item's
-(note id, kind, link place). Every item is a note in the caller's read reach
-(`WorkspaceScope.regions`); `folder` narrows that reach, never widens it.
+or out), broken links and embeds with their line, and, on the files store (its index knows the
+attachment files), links and embeds to missing attachments with their line and attachments nothing
+links to (the item is the file: its path is the `id`). Items come note by note in id order, so a
+report reads folder by folder (`folder` narrows it to one); each item names its folder and says how
+to fix it with the existing tools. It pages like every listing (`tools.paging`): the cursor holds
+the last item's (note id, kind, link place). Every item is a note (or attachment) in the caller's
+read reach (`WorkspaceScope.regions`); `folder` narrows that reach, never widens it.
 """
 
 from __future__ import annotations
@@ -45,17 +46,23 @@ ITEM_OBJECT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "kind": {"enum": list(KINDS)},
-        "id": {"type": "string", "description": "The note's id."},
-        "title": {"type": "string"},
-        "folder": {"type": "string", "description": "The note's folder ('' for the workspace root)."},
+        "id": {
+            "type": "string",
+            "description": "The note's id (unlinked_attachment: the attachment's path).",
+        },
+        "title": {"type": "string", "description": "unlinked_attachment: the file's name."},
+        "folder": {
+            "type": "string",
+            "description": "The note's (or attachment's) folder ('' for the workspace root).",
+        },
         "uri": {"type": "string"},
         "line": {
             "type": "integer",
             "minimum": 1,
-            "description": "broken_link, broken_embed: the link's line.",
+            "description": "broken_*, missing_attachment_*: the link's line.",
         },
-        "written": {"type": "string", "description": "broken_link, broken_embed: the link as written."},
-        "target": {"type": "string", "description": "broken_link, broken_embed: the path it names."},
+        "written": {"type": "string", "description": "broken_*, missing_attachment_*: the link as written."},
+        "target": {"type": "string", "description": "broken_*, missing_attachment_*: the path it names."},
         "others": {
             "type": "array",
             "items": {"type": "string"},
@@ -95,7 +102,20 @@ def _said(item: HealthItem) -> tuple[str, str]:
             "link it from a related note with notes_edit (notes_search finds one), notes_move it to an "
             "archive folder, or notes_delete it",
         )
-    what = "embed" if item.kind == "broken_embed" else "link"
+    if item.kind == "unlinked_attachment":
+        return (
+            "no note links to or embeds this attachment",
+            f"embed it where it belongs with notes_edit (![[{item.title}]]), or, if nothing needs it, "
+            "delete the file in your file manager (notewarden's tools change notes, not attachments)",
+        )
+    what = "embed" if item.kind.endswith("_embed") else "link"
+    if item.kind.startswith("missing_attachment"):
+        return (
+            f"line {item.line}: the {what} {item.written} opens no attachment file",
+            f"notes_edit replace to correct the path or remove the {what} on line {item.line} "
+            "(notes_health kinds: [unlinked_attachment] lists the files nothing links to), or put the "
+            f"file {item.target} in the vault",
+        )
     return (
         f"line {item.line}: the {what} {item.written} opens no note",
         f"notes_edit replace to correct or remove the {what} on line {item.line}, or notes_create the "
@@ -188,7 +208,8 @@ def notes_health(services: Services) -> ToolDef:
             "What needs tidying in a workspace (or one folder), note by note in id order, each item with "
             "how to fix it with the other tools: broken links and embeds (with the line), orphan notes (no "
             "link in or out), front matter that does not parse, duplicate and near-duplicate titles (same "
-            "title ignoring case and punctuation), empty notes. kinds narrows. Attachments, #heading anchors "
+            "title ignoring case and punctuation), empty notes; in a workspace folder also links and embeds "
+            "to missing attachments and attachments nothing links to. kinds narrows. #heading anchors "
             f"and similar texts are not judged. {DEFAULT_LIMIT} items a page by default (limit up to "
             f"{MAX_LIMIT}; pass nextCursor back as cursor for more). Read-only.",
             object_schema(

@@ -37,6 +37,7 @@ from notewarden.services import Services
 from notewarden.tools.confirmed import BoundedPurge, purge_form, purge_inputs, purge_outputs
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
+from notewarden.tools.own_forms import linted
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import (
     DESTRUCTIVE,
@@ -185,6 +186,16 @@ class HistoryTools:
         ).run(self.services, call)
 
 
+@linted(
+    lambda build: {
+        "notes_history_purge": build(
+            "the notes of file:///srv/notes",
+            SHOWN_IN_FORM + 5,
+            [f"note-{i}.md — saved 2026-12-01 10:00 UTC — append" for i in range(SHOWN_IN_FORM)],
+            5,
+        )
+    }
+)
 def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming that saved versions of notes (`where`) are deleted for good."""
     versions = "1 saved version" if count == 1 else f"{count} saved versions"

@@ -6,6 +6,11 @@
   its outgoing links as written, each resolved as Obsidian resolves it (`notes.links` Rule 1) or
   unresolved, with whether its anchor exists; its embeds apart; and the notes linking to it
   (backlinks), each with the line that links, a page at a time (`limit`, `nextCursor`: `tools.paging`).
+  Each link has a `kind`: a link whose path ends in an attachment's extension, and which the index
+  did not resolve to a note, is an attachment link, resolved among the files the caller may read
+  (`notes.attachments` Rule 2; from the files index's attachments, a few look-ups per link), and
+  `missingAttachments` names those that open nothing. On a workspace kept in a database none
+  resolves, and `attachmentsUnavailable` says why (they are not reported missing).
 * `notes_recent`: the latest change of each note (created, modified, moved, deleted), newest
   first, since an optional instant. Created, moved and deleted are known from when the index
   saw them (notes changed while no server ran are seen at the next start); modified is the
@@ -26,9 +31,16 @@ from typing import Any
 import anyio.to_thread
 
 from notewarden.display import visible, visible_line
+from notewarden.notes.attachments import (
+    AttachmentsUnavailable,
+    attachment_vault,
+    is_attachment,
+    link_style,
+)
+from notewarden.notes.links import UNRESOLVED, Resolution
 from notewarden.notes.markdown import tag_key
 from notewarden.notes.model import Note
-from notewarden.notes.store import LinkView
+from notewarden.notes.store import LinkView, NoteLinks
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
@@ -68,9 +80,14 @@ LINK_OBJECT: dict[str, Any] = {
     "properties": {
         "written": {"type": "string", "description": "The link exactly as written in the note."},
         "line": {"type": "integer", "minimum": 1},
+        "kind": {
+            "enum": ["note", "attachment"],
+            "description": "attachment: its path ends in an attachment's extension (an image, audio, video, "
+            "pdf, csv, canvas); its target is a file, readable with resources/read at targetUri.",
+        },
         "target": {
             "type": ["string", "null"],
-            "description": "The note it opens (its id), or null: unresolved.",
+            "description": "The note (its id) or attachment (its path) it opens, or null: unresolved.",
         },
         "targetUri": {"type": "string"},
         "resolvedBy": {
@@ -81,7 +98,17 @@ LINK_OBJECT: dict[str, Any] = {
         "anchor": {"type": "string", "description": "Heading(s) or ^block-id after #."},
         "anchorFound": {"type": "boolean", "description": "Whether the target has that heading or block."},
     },
-    "required": ["written", "line", "target", "resolvedBy"],
+    "required": ["written", "line", "kind", "target", "resolvedBy"],
+}
+MISSING_ATTACHMENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "written": {"type": "string"},
+        "line": {"type": "integer", "minimum": 1},
+        "path": {"type": "string", "description": "The attachment's path as the link gives it."},
+        "embed": {"type": "boolean"},
+    },
+    "required": ["written", "line", "path", "embed"],
 }
 BACKLINK_OBJECT: dict[str, Any] = {
     "type": "object",
@@ -170,12 +197,22 @@ class KnowledgeTools:
                 call.arguments["cursor"], print_, made_by="notes_links", shape=(str, int)
             )
             after = (source, seq)
-        found = await anyio.to_thread.run_sync(
-            functools.partial(self.services.store.links, scope, note_id, limit=limit + 1, after=after)
-        )
+
+        def read() -> tuple[NoteLinks, dict[int, Resolution], str | None]:
+            found = self.services.store.links(scope, note_id, limit=limit + 1, after=after)
+            files, unavailable = attachment_targets(self.services.store, scope, found.note.id, found.outgoing)
+            return found, files, unavailable
+
+        found, files, unavailable = await anyio.to_thread.run_sync(read)
         more = len(found.backlinks) > limit
-        outgoing = [_link(scope, link) for link in found.outgoing if not link.embed]
-        embeds = [_link(scope, link) for link in found.outgoing if link.embed]
+        shown = [_link(scope, link, files.get(i)) for i, link in enumerate(found.outgoing)]
+        outgoing = [view for view, link in zip(shown, found.outgoing, strict=True) if not link.embed]
+        embeds = [view for view, link in zip(shown, found.outgoing, strict=True) if link.embed]
+        missing = [
+            {"written": link.written, "line": link.line, "path": link.path, "embed": link.embed}
+            for i, link in enumerate(found.outgoing)
+            if unavailable is None and i in files and files[i].target is None
+        ]
         backlinks = [
             {
                 "id": link.source,
@@ -201,7 +238,10 @@ class KnowledgeTools:
             "backlinks": backlinks,
             "backlinksTotal": found.backlinks_total,
             "backlinksTruncated": more,
+            "missingAttachments": missing,
         }
+        if unavailable is not None:
+            structured["attachmentsUnavailable"] = unavailable
         if more:
             last = found.backlinks[limit - 1]
             structured["nextCursor"] = make_cursor([last.source, last.seq], print_)
@@ -252,18 +292,38 @@ def similar_notice(notes: Sequence[Note]) -> str:
     )
 
 
-def _link(scope: WorkspaceScope, link: LinkView) -> dict[str, Any]:
+def attachment_targets(
+    store: object, scope: WorkspaceScope, source_id: str, links: Sequence[LinkView]
+) -> tuple[dict[int, Resolution], str | None]:
+    """The attachment each attachment link opens (`notes.attachments` Rule 2: from the store's index of
+    attachments, a few look-ups per link), by the link's place; a link the index resolved to a note
+    stays a note link. With no workspace folder (a SQL store): none resolved, and why (Rule 6)."""
+    wanted = {i: link for i, link in enumerate(links) if link.target is None and is_attachment(link.path)}
+    if not wanted:
+        return {}, None
+    try:
+        vault = attachment_vault(store, scope)
+    except AttachmentsUnavailable as exc:
+        return {i: UNRESOLVED for i in wanted}, str(exc)
+    return {
+        i: vault.resolve(link.path, link_style(link.written), source_id) for i, link in wanted.items()
+    }, None
+
+
+def _link(scope: WorkspaceScope, link: LinkView, attachment: Resolution | None = None) -> dict[str, Any]:
+    target, via = (link.target, link.via) if attachment is None else (attachment.target, attachment.via)
     shown: dict[str, Any] = {
         "written": link.written,
         "line": link.line,
-        "target": link.target,
-        "resolvedBy": link.via,
+        "kind": "note" if attachment is None else "attachment",
+        "target": target,
+        "resolvedBy": via,
     }
-    if link.target is not None:
-        shown["targetUri"] = note_uri(scope, link.target)
+    if target is not None:
+        shown["targetUri"] = note_uri(scope, target)
     if link.anchor:
         shown["anchor"] = link.anchor
-    if link.anchor_found is not None:
+    if link.anchor_found is not None and attachment is None:
         shown["anchorFound"] = link.anchor_found
     return shown
 
@@ -322,7 +382,8 @@ def notes_links(services: Services) -> ToolDef:
             "Links of a note",
             "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
             "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
-            "embeds (![[...]]); and the notes that link to it (backlinks) with the line that links, "
+            "embeds (![[...]]); links to attachments (images, pdf, audio, video, csv) apart from note links "
+            "(kind), with the file each opens and missingAttachments; and the notes that link to it (backlinks) with the line that links, "
             f"{BACKLINKS_DEFAULT} a page by default (limit up to {BACKLINKS_MAX}; pass nextCursor back as "
             "cursor for more). Read-only.",
             object_schema(
@@ -371,6 +432,16 @@ def notes_links(services: Services) -> ToolDef:
                         "type": "string",
                         "description": "Present when more backlinks follow: pass it as cursor.",
                     },
+                    "missingAttachments": {
+                        "type": "array",
+                        "items": MISSING_ATTACHMENT,
+                        "description": "Attachment links and embeds that open no file you may read.",
+                    },
+                    "attachmentsUnavailable": {
+                        "type": "string",
+                        "description": "Why no attachment link could be resolved: the workspace is kept in a "
+                        "database, which holds notes only.",
+                    },
                 },
                 "required": [
                     "workspaceUri",
@@ -380,6 +451,7 @@ def notes_links(services: Services) -> ToolDef:
                     "backlinks",
                     "backlinksTotal",
                     "backlinksTruncated",
+                    "missingAttachments",
                 ],
             },
             **READ_ONLY,

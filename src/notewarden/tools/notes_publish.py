@@ -86,6 +86,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
 from notewarden.services import Services
+from notewarden.tools.own_forms import linted
 from notewarden.tools.registry import (
     ADDS,
     MissingCapability,
@@ -215,6 +216,16 @@ class NoteToSend:
     """`model.content_version` of the note as read: what the record says was sent."""
 
 
+@linted(
+    lambda build: {
+        "notes_publish connect (URL mode)": build("Connect the target", "https://notes.example/connect/x")
+    }
+)
+def connect_form(message: str, url: str) -> dict[str, Any]:
+    """The URL-mode request that sends the user to the connect page (`web.connect`)."""
+    return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+
+
 class PublishTool:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -320,14 +331,7 @@ class PublishTool:
         self, target: PublishTarget, note: NoteToSend, state: ConfirmationState, *, again: bool = False
     ) -> types.InputRequiredResult:
         message = self.not_finished_message(target) if again else self.connect_message(target, note)
-        request = {
-            "method": "elicitation/create",
-            "params": {
-                "mode": "url",
-                "message": message,
-                "url": self.connect_url(state.data["connection_id"]),
-            },
-        }
+        request = connect_form(message, self.connect_url(state.data["connection_id"]))
         return types.InputRequiredResult(
             input_requests={CONNECT_INPUT_KEY: types.ElicitRequest.model_validate(request)},
             request_state=state.encode(),

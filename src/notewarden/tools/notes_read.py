@@ -17,6 +17,18 @@ section someone changed since) and the front matter's keys.
 Rule 4: `versionId` (from `notes_history`) reads a saved version instead of the current content,
 with the same options; `note` is still the current note.
 
+Rule 5: `includeAttachments: true` also returns the images the part read embeds (`![[x.png]]`,
+`![](x.png)` on the lines `body` holds), resolved as Obsidian opens them and typed by their content
+(`notes.attachments`), as image content blocks after the text block: at most `IMAGES_MAX` images and
+`IMAGES_MAX_BYTES` bytes in all, each image once, in the order of the note. Every embedded
+attachment not returned is named in `attachments.leftOut` with why: `missing`, `not_an_image` (a
+pdf, audio, video, csv), `svg_as_text` (SVG can carry script: read it as text with
+`resources/read`), `too_large` (over `ATTACHMENT_MAX_BYTES`), `over_budget`, `unreadable` (a symlink,
+a folder you may not read) or `unavailable` (a workspace kept in a database has no files). An
+argument of `notes_read` rather than a tool of its own: the images belong to the note's text the
+model reads, in one call, and `notes_read` already chose the part (`section`, `lines`) whose
+images are wanted.
+
 `notes_read_many` reads up to `READ_MANY_MAX` notes; an error for one note (missing, not text) is
 reported in its entry and does not fail the others. Its default cap, `DEFAULT_MAX_CHARS` shared
 evenly among the notes, keeps one call as small as one `notes_read`.
@@ -24,18 +36,31 @@ evenly among the notes, keeps one call as small as one `notes_read`.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
 
+from notewarden.notes.attachments import (
+    ATTACHMENT_MAX_BYTES,
+    FORMATS,
+    IMAGE_BLOCK_TYPES,
+    AttachmentsUnavailable,
+    attachment_vault,
+    is_attachment,
+    read_attachment,
+    served_type,
+    suffix,
+)
 from notewarden.notes.editing import EditError, find_section, line_starts, section_text, section_version
 from notewarden.notes.history import HistoryEntry
-from notewarden.notes.markdown import headings, split_front_matter
-from notewarden.notes.model import content_version
+from notewarden.notes.markdown import Link, headings, parse_note, split_front_matter
+from notewarden.notes.model import content_version, note_stem
+from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import WorkspaceScope
-from notewarden.scope.rights import Right
+from notewarden.scope.rights import Right, RightMissing
 from notewarden.services import Services
 from notewarden.tools.registry import (
     READ_ONLY,
@@ -46,7 +71,15 @@ from notewarden.tools.registry import (
     declare,
     known_failure,
 )
-from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, iso8601, note_object
+from notewarden.tools.results import (
+    NOTE_ID,
+    NOTE_OBJECT,
+    WORKSPACE_URI,
+    complete,
+    iso8601,
+    note_object,
+    note_uri,
+)
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -58,6 +91,8 @@ __all__ = [
     "notes_read_many",
 ]
 
+_BLOCKS = "\0blocks"
+"""Where `_read` hands the image blocks to `read` (never part of the structured result)."""
 DEFAULT_MAX_CHARS = 50_000
 MAX_CHARS = 1_000_000
 READ_MANY_MAX = 20
@@ -213,6 +248,103 @@ def read_part(text: str, arguments: Mapping[str, Any], max_chars: int) -> dict[s
     return window(text, 1, None, max_chars)
 
 
+IMAGES_MAX = 8
+IMAGES_MAX_BYTES = 4 * 1024 * 1024
+"""Rule 5's budget: the raw bytes of the images returned (base64 adds a third)."""
+
+
+def _embedded(text: str, note_id: str, shown: Mapping[str, Any]) -> list[Link]:
+    """The attachments embedded on the lines `body` holds (none for an outline)."""
+    if "body" not in shown or not shown["body"]:
+        return []
+    first, last = shown.get("lines", (1, 1))
+    found = parse_note(text, note_stem(note_id), with_headings=False).links
+    return [link for link in found if link.embed and is_attachment(link.path) and first <= link.line <= last]
+
+
+def embedded_images(
+    store: object, scope: WorkspaceScope, note_id: str, text: str, links: list[Link]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[types.ImageContent]]:
+    """Rule 5: the images `links` (of `text`) embed within the budget, what was left out and why, the
+    blocks; resolved through `store`'s index of attachments (`attachments.attachment_vault`)."""
+    included: list[dict[str, Any]] = []
+    left: list[dict[str, Any]] = []
+    blocks: list[types.ImageContent] = []
+
+    def _left_out(link: Link, path: str | None, reason: str, message: str) -> dict[str, Any]:
+        written = text[link.span[0] : link.span[1]]
+        shown: dict[str, Any] = {"written": written, "line": link.line, "reason": reason, "message": message}
+        return {**shown, "path": path} if path is not None else shown
+
+    if not links:
+        return included, left, blocks
+    try:
+        vault = attachment_vault(store, scope)
+    except AttachmentsUnavailable as exc:
+        return included, [_left_out(link, None, "unavailable", str(exc)) for link in links], blocks
+    spent, seen = 0, set[str]()
+    for link in links:
+        path = vault.resolve(link.path, link.style, note_id).target
+        if path is None:
+            left.append(_left_out(link, None, "missing", f"{link.path} opens no attachment you may read"))
+            continue
+        if path in seen:
+            continue
+        seen.add(path)
+        claimed = FORMATS[suffix(path)]
+        if not claimed.startswith("image/"):
+            left.append(
+                _left_out(link, path, "not_an_image", f"{path} is {claimed}; read it with resources/read")
+            )
+            continue
+        if claimed == "image/svg+xml":
+            left.append(_left_out(link, path, "svg_as_text", SVG_LEFT_OUT))
+            continue
+        try:
+            size = scope.root.stat_note(scope.check(path)).identity.size
+            if size > ATTACHMENT_MAX_BYTES:
+                message = f"{path} is {size} bytes; at most {ATTACHMENT_MAX_BYTES} are read"
+                left.append(_left_out(link, path, "too_large", message))
+                continue
+            if len(blocks) >= IMAGES_MAX or spent + size > IMAGES_MAX_BYTES:
+                message = f"at most {IMAGES_MAX} images and {IMAGES_MAX_BYTES} bytes come back; read it with resources/read"
+                left.append(_left_out(link, path, "over_budget", message))
+                continue
+            data = read_attachment(scope, path)
+        except (FsError, RightMissing) as exc:
+            left.append(_left_out(link, path, "unreadable", str(exc)))
+            continue
+        served = served_type(path, data)
+        if served.mime_type not in IMAGE_BLOCK_TYPES:
+            svg = served.mime_type == "image/svg+xml"
+            why = (
+                SVG_LEFT_OUT
+                if svg
+                else f"{served.mismatch or f'{path} is {served.mime_type}'}; {IMAGE_KINDS}"
+            )
+            left.append(_left_out(link, path, "svg_as_text" if svg else "not_an_image", why))
+            continue
+        spent += len(data)
+        blocks.append(types.ImageContent(data=base64.b64encode(data).decode(), mime_type=served.mime_type))
+        included.append(
+            {
+                "path": path,
+                "uri": note_uri(scope, path),
+                "mimeType": served.mime_type,
+                "size": len(data),
+                "line": link.line,
+                **({"typeMismatch": served.mismatch} if served.mismatch else {}),
+            }
+        )
+    return included, left, blocks
+
+
+IMAGE_KINDS = "only PNG, JPEG, GIF and WebP are sent as images; read it with resources/read"
+SVG_LEFT_OUT = (
+    "SVG is text that can carry script, so it is never sent as an image; read it as text with resources/read"
+)
+
+
 class ReadTools:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -226,13 +358,25 @@ class ReadTools:
         if version_id is not None:
             entry, data = self.services.store.saved_version(scope, note_id, version_id)
             shown["saved"] = history_object(entry)
-        return {**shown, **read_part(decode_text(data, note_id), arguments, max_chars)}
+        text = decode_text(data, note_id)
+        shown.update(read_part(text, arguments, max_chars))
+        if arguments.get("includeAttachments"):
+            links = _embedded(text, note_id, shown)
+            included, left, blocks = embedded_images(
+                self.services.store, scope.whole_workspace(), note_id, text, links
+            )
+            shown["attachments"] = {"included": included, "leftOut": left}
+            shown[_BLOCKS] = blocks
+        return shown
 
     async def read(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         max_chars = call.arguments.get("maxChars", DEFAULT_MAX_CHARS)
         shown = await anyio.to_thread.run_sync(self._read, scope, call.arguments, max_chars)
-        return complete({"workspaceUri": str(scope.uri), **shown})
+        blocks = shown.pop(_BLOCKS, [])
+        result = complete({"workspaceUri": str(scope.uri), **shown})
+        result.content = [*result.content, *blocks]
+        return result
 
     async def read_many(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
@@ -264,6 +408,53 @@ def _tool(
     return declare(name, title, description, closed, {"type": "object", **outputs}, **READ_ONLY)
 
 
+ATTACHMENTS_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "description": "With includeAttachments: the images returned as image content (in this order) and the "
+    "embedded attachments left out.",
+    "properties": {
+        "included": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "uri": {"type": "string"},
+                    "mimeType": {"type": "string", "description": "From the content, not the name."},
+                    "size": {"type": "integer", "minimum": 0},
+                    "line": {"type": "integer", "minimum": 1},
+                    "typeMismatch": {"type": "string"},
+                },
+                "required": ["path", "uri", "mimeType", "size", "line"],
+            },
+        },
+        "leftOut": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "written": {"type": "string"},
+                    "line": {"type": "integer", "minimum": 1},
+                    "path": {"type": "string"},
+                    "reason": {
+                        "enum": [
+                            "missing",
+                            "not_an_image",
+                            "svg_as_text",
+                            "too_large",
+                            "over_budget",
+                            "unreadable",
+                            "unavailable",
+                        ]
+                    },
+                    "message": {"type": "string"},
+                },
+                "required": ["written", "line", "reason", "message"],
+            },
+        },
+    },
+    "required": ["included", "leftOut"],
+}
 MAX_CHARS_ARGUMENT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_CHARS}
 
 
@@ -277,7 +468,7 @@ def notes_read(services: Services) -> ToolDef:
             "line and says truncated: true and nextLine, so read on with lines. outline: true gives the "
             "headings (line ranges, sizes) without the body; section reads one heading's section "
             "('Projects > Atlas'); lines: [from, to] reads those lines; versionId reads a saved version "
-            "(notes_history). Read-only.",
+            "(notes_history). includeAttachments: true also returns the images it embeds as image content. Read-only.",
             {
                 "properties": {
                     "workspaceUri": WORKSPACE_URI,
@@ -296,6 +487,12 @@ def notes_read(services: Services) -> ToolDef:
                         "minLength": 1,
                         "maxLength": 200,
                         "pattern": "^[A-Za-z0-9._-]+$",
+                    },
+                    "includeAttachments": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": f"Also return the images the part read embeds, as image content (at most "
+                        f"{IMAGES_MAX} images, {IMAGES_MAX_BYTES} bytes); attachments.leftOut names the others and why.",
                     },
                 },
                 "required": ["workspaceUri", "noteId"],
@@ -327,6 +524,7 @@ def notes_read(services: Services) -> ToolDef:
                         "required": ["lines", "keys"],
                     },
                     "saved": HISTORY_ENTRY,
+                    "attachments": ATTACHMENTS_OBJECT,
                 },
                 "required": ["workspaceUri", "note", "totalLines"],
             },

@@ -27,6 +27,7 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.confirmed import BoundedPurge, purge_form, purge_inputs, purge_outputs
+from notewarden.tools.own_forms import linted
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import (
     ADDS,
@@ -197,6 +198,16 @@ def empty_request(scope: WorkspaceScope, entries: Sequence[TrashedNote]) -> dict
     return trash_empty_form(str(scope.uri), len(entries), shown, len(entries) - len(shown))
 
 
+@linted(
+    lambda build: {
+        "notes_trash_empty": build(
+            "file:///srv/notes",
+            SHOWN_IN_FORM + 5,
+            [f"Note {i} — note-{i}.md — deleted 2026-12-01 10:00 UTC" for i in range(SHOWN_IN_FORM)],
+            5,
+        )
+    }
+)
 def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
     notes = "1 note" if count == 1 else f"{count} notes"

@@ -44,7 +44,7 @@ from notewarden.confirm.state import InvalidState
 from notewarden.ledger import LedgerUnavailable
 from notewarden.notes.history import Change
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere
-from notewarden.notes.store import VersionConflict
+from notewarden.notes.store import ContentRefused, VersionConflict
 from notewarden.scope import fs_errors
 from notewarden.scope.grants import AuthorizationError, ConfigUnavailable, ScopeError
 from notewarden.scope.rights import Caller, Right, RightMissing, describe_rights
@@ -102,6 +102,7 @@ ERROR_CODES: Mapping[type[Exception], str] = {
     LedgerUnavailable: "temporarily_unavailable",
     WorkspaceOwnedElsewhere: "workspace_owned_elsewhere",
     VersionConflict: "version_conflict",
+    ContentRefused: "content_refused",
     fs_errors.WorkspaceMoved: "workspace_moved",
     fs_errors.IdentityMismatch: "note_changed",
     fs_errors.NoteMissing: "note_missing",

@@ -13,6 +13,14 @@
   the `workspaceUri` of the template that spans them (`{+workspaceUri}/{+noteId}`). The workspace is
   authorized exactly as a read's; a reference that is not one of the caller's templates is
   `-32602`. (A `CompleteResult` carries no cache hints in 2026-07-28: it is not a cacheable result.)
+* A URI whose path does not end in `.md`/`.markdown` is an attachment (`notes.attachments`): read
+  through the same directory handle where the caller may read, at most `ATTACHMENT_MAX_BYTES`,
+  answered as a blob typed by its content (or as text: SVG, csv, canvas), with
+  `_meta[TYPE_MISMATCH_META]` when the content contradicts the name. Any other file, anything
+  hidden, and every path of a workspace kept in a database are `-32602`. Attachments are not
+  listed: the files index knows them now (`index_refresh` Rule 11), but a listing of notes and files
+  in one keyset order would be a second stream merged into every page for what clients list
+  resources for (notes to open); `notes_links`, `notes_read` and `notes_health` give their URIs.
 * Every answer depends on who asks, so every cache hint is `private`.
 """
 
@@ -33,9 +41,11 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types import INVALID_PARAMS
 
 from notewarden.display import visible_line
+from notewarden.notes.attachments import read_attachment, served_type
 from notewarden.notes.model import Note
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import AuthorizationError, ScopeError, WorkspaceScope
+from notewarden.scope.note_paths import NOTE_SUFFIXES
 from notewarden.scope.rights import Caller, RightMissing
 from notewarden.services import Services
 from notewarden.tools.results import COMPLETION_MAX, completion, note_uri, progress_sink
@@ -49,6 +59,8 @@ TEMPLATES_TTL_MS = 60_000
 MARKDOWN = "text/markdown"
 NOTE_TEMPLATE = "/{+noteId}"
 ANY_WORKSPACE_TEMPLATE = "{+workspaceUri}" + NOTE_TEMPLATE
+TYPE_MISMATCH_META = "notewarden/typeMismatch"
+"""`_meta` of an attachment whose content contradicts its extension: what it was named like, what it is."""
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -188,6 +200,8 @@ class NoteResources:
             raise _invalid(uri, f"{uri} names a workspace, not a note; resources/list shows its notes")
         note_id = "/".join(scope.subtree)
         scope = scope.whole_workspace()  # the URI's path below the workspace is the note
+        if not note_id.lower().endswith(NOTE_SUFFIXES):
+            return await self._read_attachment(uri, scope, note_id)
         try:
             content = await anyio.to_thread.run_sync(self.services.store.read_note, scope, note_id)
         except (FsError, RightMissing) as exc:
@@ -201,6 +215,28 @@ class NoteResources:
         except UnicodeDecodeError:
             blob = base64.b64encode(content.data).decode()
             contents = types.BlobResourceContents(uri=shown, mime_type="application/octet-stream", blob=blob)
+        return types.ReadResourceResult(contents=[contents], ttl_ms=READ_TTL_MS, cache_scope="private")
+
+    async def _read_attachment(self, uri: str, scope: WorkspaceScope, path: str) -> types.ReadResourceResult:
+        """An attachment (`notes.attachments`): typed by its content, size-limited, read through the
+        directory handle where the caller may read; SVG as text, never as an image."""
+        try:
+            data = await anyio.to_thread.run_sync(read_attachment, scope, path)
+        except (FsError, RightMissing) as exc:
+            raise _invalid(uri, f"Attachment not readable: {exc}") from None
+        served = served_type(path, data)
+        shown = note_uri(scope, path)
+        meta = {TYPE_MISMATCH_META: served.mismatch} if served.mismatch else None
+        contents: types.TextResourceContents | types.BlobResourceContents
+        if served.text is not None:
+            contents = types.TextResourceContents(
+                uri=shown, mime_type=served.mime_type, text=served.text, _meta=meta
+            )
+        else:
+            blob = base64.b64encode(data).decode()
+            contents = types.BlobResourceContents(
+                uri=shown, mime_type=served.mime_type, blob=blob, _meta=meta
+            )
         return types.ReadResourceResult(contents=[contents], ttl_ms=READ_TTL_MS, cache_scope="private")
 
 

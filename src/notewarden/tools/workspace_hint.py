@@ -27,6 +27,7 @@ import mcp_types as types
 from notewarden.confirm.state import InvalidState
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
 from notewarden.services import Services
+from notewarden.tools.own_forms import linted
 from notewarden.tools.registry import ToolCall, ToolFailure, tool_error
 
 __all__ = ["CHOICE_KEY", "MAX_OFFERED_WORKSPACES", "ROOTS_KEY", "choice_form", "resolve_workspace"]
@@ -166,6 +167,14 @@ def ask_roots(principal: str) -> types.InputRequiredResult:
     )
 
 
+@linted(
+    lambda build: {
+        "workspace choice (2)": build(["file:///srv/a", "file:///srv/b"]),
+        f"workspace choice ({MAX_OFFERED_WORKSPACES})": build(
+            [f"file:///srv/w{i}" for i in range(MAX_OFFERED_WORKSPACES)]
+        ),
+    }
+)
 def choice_form(offered: Sequence[str]) -> dict[str, Any]:
     return {
         "method": "elicitation/create",
