@@ -53,6 +53,7 @@ from notewarden.scope.fs_errors import IdentityMismatch
 from notewarden.scope.grants import Grants, WorkspaceScope
 from notewarden.scope.rights import Caller
 from notewarden.services import Services
+from notewarden.tools.own_forms import linted
 from notewarden.tools.registry import ToolCall, object_schema, require_form_elicitation
 from notewarden.tools.results import WORKSPACE_URI, complete, progress_sink
 
@@ -71,6 +72,8 @@ __all__ = [
 E = TypeVar("E")
 
 OLDER_THAN_DAYS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 36500}
+
+PurgeFormBuilder = TypeVar("PurgeFormBuilder", bound=Callable[[str, int, Sequence[str], int], dict[str, Any]])
 
 
 def sealed_workspace(scope: WorkspaceScope) -> dict[str, str]:
@@ -178,11 +181,18 @@ def purge_form(what: str, counted: str, listing: Sequence[str], more: int, aside
     )
 
 
+def linted_purge(
+    name: str, where: str, line: str, shown: int
+) -> Callable[[PurgeFormBuilder], PurgeFormBuilder]:
+    """`own_forms.linted` for a purge's form builder `(where, count, listing, more)`: its form with
+    the most lines it shows (`shown`, each `line` with its number for `{i}`) and more not shown."""
+    listing = [line.format(i=i) for i in range(shown)]
+    return linted(lambda build: {name: build(where, shown + 5, listing, 5)})
+
+
 @dataclass(frozen=True, slots=True)
-class BoundedPurge(Generic[E]):
-    """One bounded confirmed purge (module docstring, Rule 1): the tool's words, and what only it
-    knows (how to select, key, show, summarize, purge and answer); `run` is the rest. `E` is an
-    entry (`TrashedNote`, `HistoryEntry`)."""
+class PurgeWords:
+    """A bounded purge's words on the wire: its outcomes, input key, phase and refusals."""
 
     done_label: str
     """The outcome a commit answers ("emptied")."""
@@ -198,6 +208,15 @@ class BoundedPurge(Generic[E]):
     """What changed, in its message ("the trash")."""
     counted: str
     """After a count in that message: " notes" reads "(3 notes then, 4 now)"."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedPurge(Generic[E]):
+    """One bounded confirmed purge (module docstring, Rule 1): the tool's words, and what only it
+    knows (how to select, key, show, summarize, purge and answer); `run` is the rest. `E` is an
+    entry (`TrashedNote`, `HistoryEntry`)."""
+
+    words: PurgeWords
     select: Callable[[LedgerTxn, WorkspaceScope, float], list[E]]
     """The entries up to the bound, read in the transaction given (round 1: a critical section of
     the workspace's ledger; the commit: the claim's)."""
@@ -229,7 +248,7 @@ class BoundedPurge(Generic[E]):
             with services.trash_ledger(scope.workspace).critical_section() as txn:
                 entries = self.select(txn, scope, bound)
             if not entries:
-                return complete(self.result(self.nothing_label, scope, []))
+                return complete(self.result(self.words.nothing_label, scope, []))
             return Offer(
                 self.form(scope, entries),
                 selection=Selection(len(entries), selection_digest(map(self.key, entries)), bound),
@@ -238,7 +257,7 @@ class BoundedPurge(Generic[E]):
 
         def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
             purged = self.commit(services, call, confirmed, progress)
-            result = self.result(self.done_label, scope, purged)
+            result = self.result(self.words.done_label, scope, purged)
             return Done(result, self.receipt(result, purged, confirmed.state))
 
         def unchanged(outcome: str, until: str | None) -> Done:
@@ -250,10 +269,10 @@ class BoundedPurge(Generic[E]):
                 call,
                 scope,
                 answer=Answer.YES_NO,
-                done_label=self.done_label,
-                input_key=self.input_key,
-                nothing_done=self.nothing_done,
-                phase=self.phase,
+                done_label=self.words.done_label,
+                input_key=self.words.input_key,
+                nothing_done=self.words.nothing_done,
+                phase=self.words.phase,
                 offer=offer,
                 effect=effect,
                 unchanged=unchanged,
@@ -272,9 +291,9 @@ class BoundedPurge(Generic[E]):
         entries = self.select(confirmed.txn, scope, selection.bound)
         if selection_digest(map(self.key, entries)) != selection.digest:
             raise Refusal(
-                self.changed_code,
-                f"{self.nothing_done}: {self.changed_what} changed since you confirmed ({selection.count}"
-                f"{self.counted} then, {len(entries)} now). Call {call.name} again and confirm anew.",
+                self.words.changed_code,
+                f"{self.words.nothing_done}: {self.words.changed_what} changed since you confirmed ({selection.count}"
+                f"{self.words.counted} then, {len(entries)} now). Call {call.name} again and confirm anew.",
             )
         change = call.change(
             self.change(entries, confirmed.state), confirmation_id=confirmed.state.confirmation_id
@@ -282,5 +301,5 @@ class BoundedPurge(Generic[E]):
         try:
             self.purge(confirmed.txn, scope, entries, change, progress)
         except IdentityMismatch as exc:  # the store found an entry that is no longer the one listed
-            raise Refusal(self.changed_code, f"{self.nothing_done}: {exc}") from None
+            raise Refusal(self.words.changed_code, f"{self.words.nothing_done}: {exc}") from None
         return entries

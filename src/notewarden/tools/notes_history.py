@@ -34,10 +34,16 @@ from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.confirmed import BoundedPurge, purge_form, purge_inputs, purge_outputs
+from notewarden.tools.confirmed import (
+    BoundedPurge,
+    PurgeWords,
+    linted_purge,
+    purge_form,
+    purge_inputs,
+    purge_outputs,
+)
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
-from notewarden.tools.own_forms import linted
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import (
     DESTRUCTIVE,
@@ -61,6 +67,10 @@ __all__ = [
 
 PHASE = "notes_history_purge/confirm"
 HISTORY_PURGE_INPUT_KEY = "purge_history"
+PURGE_WORDS = PurgeWords(
+    "purged", "nothing_to_purge", "nothing was purged", HISTORY_PURGE_INPUT_KEY, PHASE, "history_changed",
+    "the saved versions", "",
+)  # fmt: skip
 PAGE_SIZE, MAX_PAGE = 50, 500
 SHOWN_IN_FORM = 20
 VERSION_ID: dict[str, Any] = {
@@ -162,17 +172,10 @@ class HistoryTools:
             return note_id or str(state.bound["workspace"])
 
         return await BoundedPurge(
-            done_label="purged",
-            nothing_label="nothing_to_purge",
-            nothing_done="nothing was purged",
-            input_key=HISTORY_PURGE_INPUT_KEY,
-            phase=PHASE,
-            changed_code="history_changed",
-            changed_what="the saved versions",
-            counted="",
-            select=select,
-            key=lambda e: f"{e.version_id}\0{e.note_id}\0{e.version}",
-            form=form,
+            PURGE_WORDS,
+            select,
+            lambda e: f"{e.version_id}\0{e.note_id}\0{e.version}",
+            form,
             change=lambda entries, state: (
                 f"{len(entries)} saved version(s) of {visible(where(state))} purged for good"
             ),
@@ -186,15 +189,8 @@ class HistoryTools:
         ).run(self.services, call)
 
 
-@linted(
-    lambda build: {
-        "notes_history_purge": build(
-            "the notes of file:///srv/notes",
-            SHOWN_IN_FORM + 5,
-            [f"note-{i}.md — saved 2026-12-01 10:00 UTC — append" for i in range(SHOWN_IN_FORM)],
-            5,
-        )
-    }
+@linted_purge(
+    "notes_history_purge", "the notes of file:///srv/notes", "note-{i}.md — saved … — append", SHOWN_IN_FORM
 )
 def history_purge_form(where: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming that saved versions of notes (`where`) are deleted for good."""

@@ -26,8 +26,14 @@ from notewarden.scope.fs_errors import NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.confirmed import BoundedPurge, purge_form, purge_inputs, purge_outputs
-from notewarden.tools.own_forms import linted
+from notewarden.tools.confirmed import (
+    BoundedPurge,
+    PurgeWords,
+    linted_purge,
+    purge_form,
+    purge_inputs,
+    purge_outputs,
+)
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
 from notewarden.tools.registry import (
     ADDS,
@@ -60,6 +66,10 @@ __all__ = [
 
 PHASE = "notes_trash_empty/confirm"
 TRASH_EMPTY_INPUT_KEY = "empty_trash"
+EMPTY_WORDS = PurgeWords(
+    "emptied", "nothing_to_empty", "nothing was deleted", TRASH_EMPTY_INPUT_KEY, PHASE, "trash_changed", "the trash",
+    " notes",
+)  # fmt: skip
 PAGE_SIZE, MAX_PAGE = 100, 500
 SHOWN_IN_FORM = 20
 SHOWN_IN_RESULT = 100
@@ -164,17 +174,10 @@ class TrashTools:
             return [e for e in store.list_trash(txn, scope) if e.deleted_at <= bound]
 
         return await BoundedPurge(
-            done_label="emptied",
-            nothing_label="nothing_to_empty",
-            nothing_done="nothing was deleted",
-            input_key=TRASH_EMPTY_INPUT_KEY,
-            phase=PHASE,
-            changed_code="trash_changed",
-            changed_what="the trash",
-            counted=" notes",
-            select=select,
-            key=entry_key,
-            form=empty_request,
+            EMPTY_WORDS,
+            select,
+            entry_key,
+            empty_request,
             change=lambda entries, _: f"{len(entries)} note(s) permanently deleted from the trash",
             purge=lambda txn, scope, entries, change, progress: store.purge_trash(
                 txn, scope, entries, change=change, progress=progress
@@ -198,16 +201,7 @@ def empty_request(scope: WorkspaceScope, entries: Sequence[TrashedNote]) -> dict
     return trash_empty_form(str(scope.uri), len(entries), shown, len(entries) - len(shown))
 
 
-@linted(
-    lambda build: {
-        "notes_trash_empty": build(
-            "file:///srv/notes",
-            SHOWN_IN_FORM + 5,
-            [f"Note {i} — note-{i}.md — deleted 2026-12-01 10:00 UTC" for i in range(SHOWN_IN_FORM)],
-            5,
-        )
-    }
-)
+@linted_purge("notes_trash_empty", "file:///srv/notes", "Note {i} — note-{i}.md — deleted …", SHOWN_IN_FORM)
 def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: int) -> dict[str, Any]:
     """The input request confirming a permanent purge: how many notes, and which (`listing`)."""
     notes = "1 note" if count == 1 else f"{count} notes"
