@@ -35,8 +35,10 @@ Scenario -> tool:
 
 Prompts, resources and completion (completion-complete, resources-*, sep-2164-resource-not-found,
 prompts-*, caching, input-required-result-non-tool-request) are plain SDK handlers installed by
-`install_fixture_features` through `build_http_app(configure_server=...)`: notewarden ships no
-prompt or resource interface of its own.
+`install_fixture_features` through `build_http_app(configure_server=...)`, in place of the shipped
+ones (`tools.prompts`, `tools.resources`), whose notes and prompts have other names and URIs than
+the scenarios ask for. The scenarios the shipped handlers meet run without any fixture too
+(`serve.py --shipped`; README.md, "The shipped server").
 
 MRTR rules every `test_input_required_result_*` tool follows: it asks only for what this
 request's `clientCapabilities` declare (else -32021 naming what is missing), re-asks
@@ -582,9 +584,9 @@ FIXTURE_TOOL_NAMES = frozenset(t.tool.name for t in fixture_tools())
 
 # --- prompts, resources, completion ------------------------------------------------------
 #
-# notewarden ships tools only, so it has no prompt/resource interface of its own: these are
-# plain SDK handlers, registered on the lowlevel `Server` that `build_server` made (through
-# the `configure_server` hook of `build_http_app`). They still run behind notewarden's
+# The names, URIs and contents the scenarios ask for: plain SDK handlers, registered on the
+# lowlevel `Server` that `build_server` made (through the `configure_server` hook of
+# `build_http_app`), in place of the shipped note resources and prompts. They still run behind notewarden's
 # authentication, Host/Origin checks, `_meta`/header validation and `RequestStateBoundary`
 # (which seals and verifies `requestState` on `prompts/get` and `resources/read` too).
 

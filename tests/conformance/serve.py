@@ -1,11 +1,14 @@
 """Test-only HTTP entry for the official MCP conformance suite. Never a deployment.
 
     NOTEWARDEN_CONFORMANCE_TOKEN=<token> \\
-        python tests/conformance/serve.py --config FILE --port N
+        python tests/conformance/serve.py --config FILE --port N [--shipped]
 
 Serves notewarden's real Streamable HTTP application, `build_http_app(services, tools=...)`,
 with the shipped tools (`default_tools`) plus the test-only fixtures of
-`tests/conformance/fixtures.py`, under uvicorn on 127.0.0.1 only.
+`tests/conformance/fixtures.py`, under uvicorn on 127.0.0.1 only. With `--shipped` it serves
+`build_http_app(services)` exactly as `notewarden serve --transport http` builds it: no test
+tool, no test prompt, resource or completion, no diagnostic hook (the scenarios a notes server
+can meet run against that; tests/conformance/README.md).
 
 The relay. The conformance CLI sends no credentials, while notewarden authenticates every
 request with a bearer token. The application is therefore wrapped in a small ASGI
@@ -60,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="notewarden TOML config")
     parser.add_argument("--port", type=int, required=True, help="port on 127.0.0.1")
+    parser.add_argument(
+        "--shipped", action="store_true", help="the shipped app only, without any conformance fixture"
+    )
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
 
@@ -75,9 +81,12 @@ def main(argv: list[str] | None = None) -> int:
 
     services = open_services(config)
     try:
-        tools = [*default_tools(services), *fixture_tools()]
-        app = build_http_app(services, tools=tools, configure_server=install_fixture_features)
-        LIVE.append(app.state.live)  # test_trigger_*_change announce list changes on its streams
+        if args.shipped:
+            app = build_http_app(services)
+        else:
+            tools = [*default_tools(services), *fixture_tools()]
+            app = build_http_app(services, tools=tools, configure_server=install_fixture_features)
+            LIVE.append(app.state.live)  # test_trigger_*_change announce list changes on its streams
         uvicorn.run(
             BearerRelay(app, token),
             host="127.0.0.1",

@@ -65,6 +65,16 @@ async def test_prompts_are_offered_by_right_and_say_what_to_do(
             {"name": "workspaceUri", "value": f"{ws}/re"},
         )
         assert folders.completion.values == [f"{ws}/reports"]
+        with pytest.raises(MCPError) as unknown:
+            await client.complete(
+                types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
+                {"name": "arg1", "value": "test"},
+            )
+        assert unknown.value.error.code == -32602
+        assert (
+            "unknown prompt 'test_prompt_with_arguments'; prompts: review_changes,"
+            in unknown.value.error.message
+        )
 
         with pytest.raises(MCPError) as refused:
             await client.get_prompt("summarize_folder", {"workspaceUri": deployment.private_uri})

@@ -210,7 +210,12 @@ class NotePrompts:
         assert isinstance(params.ref, types.PromptReference)
         found = self._by_name.get(params.ref.name)
         name, value = params.argument.name, params.argument.value
-        if found is None or name not in {a.name for a in found.prompt.arguments or ()}:
+        if found is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"unknown prompt {params.ref.name!r}; prompts: {', '.join(self._by_name)}",
+            )
+        if name not in {a.name for a in found.prompt.arguments or ()}:
             raise MCPError(
                 code=INVALID_PARAMS, message=f"prompt {params.ref.name!r} has no argument {name!r}"
             )
