@@ -288,7 +288,9 @@ def build_http_app(
     """The Streamable HTTP application: every request authenticated and scoped, Origin and Host validated."""
     tools = list(default_tools(services) if tools is None else tools)
     # RefreshConfig (below) refreshes before the token table is consulted: once per request is enough
-    live = LiveChanges(services, principal_resolver(None), credential_rights)
+    oauth = services.config.oauth
+    verifier = BearerVerifier(lambda: services.grants.config, JwtVerifier(oauth) if oauth else None)
+    live = LiveChanges(services, principal_resolver(None), credential_rights, verify=verifier.verify_token)
     server = build_server(
         services,
         stdio_principal=None,
@@ -297,7 +299,6 @@ def build_http_app(
         refresh_config=False,
         live=live,
     )
-    oauth = services.config.oauth
     manager, json_manager = (
         StreamableHTTPSessionManager(
             app=server,
@@ -325,7 +326,6 @@ def build_http_app(
         config_problem=lambda: services.grants.problem,
         oauth=oauth is not None,
     )
-    verifier = BearerVerifier(lambda: services.grants.config, JwtVerifier(oauth) if oauth else None)
     connect = connect_routes(services, verifier.verify_token)
 
     @contextlib.asynccontextmanager

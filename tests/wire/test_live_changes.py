@@ -80,16 +80,23 @@ class Vault:
         os.replace(spare, self.notes / note)
 
     def configure(
-        self, *, bob_team: bool = True, bob_private: str = "owner", state: str = "state", storage: str = ""
+        self,
+        *,
+        bob_team: bool = True,
+        bob_private: str = "owner",
+        bob_token: bool = True,
+        state: str = "state",
+        storage: str = "",
     ) -> Path:
         team = f'[[principal.grant]]\nuri = "{self.ws}/team"\nrights = ["reader"]\n' if bob_team else ""
+        bob_hash = f'"{sha256(BOB_TOKEN)}"' if bob_token else ""  # no token: bob's is revoked
         text = (
             f'state_dir = "{self.root / state}"\n'
             f'[[workspace]]\nuri = "{self.ws}"\n[[workspace]]\nuri = "{self.private}"\n'
             f'[[principal]]\nid = "alice"\nworkspaces = ["{self.ws}"]\nrights = ["owner"]\n'
             f'token_sha256 = ["{sha256(ALICE_TOKEN)}"]\n'
             f'[[principal]]\nid = "bob"\nworkspaces = ["{self.private}"]\nrights = ["{bob_private}"]\n'
-            f'token_sha256 = ["{sha256(BOB_TOKEN)}"]\n{team}'
+            f"token_sha256 = [{bob_hash}]\n{team}"
             f'[stdio]\nprincipal = "alice"\n{NO_LIMITS}{storage}'
         )
         path = self.root / f"{state}.toml"
@@ -257,6 +264,29 @@ async def test_a_revoked_grant_ends_its_notifications(vault: Vault, server: Http
             vault.configure(bob_team=False, bob_private="reader")  # fewer rights: fewer tools
             await bob_tools.hears(ToolsListChanged())
         assert heard_b.events == [plan, mine], "after the revocation bob hears nothing of notes/team"
+    finally:
+        vault.configure()
+
+
+async def test_a_revoked_token_ends_its_stream(vault: Vault, server: HttpServer) -> None:
+    """`tools.live` Rule 6: a listen stream outlives the request that authenticated it, so its token
+    is verified again; once it is revoked the stream ends, and nothing more reaches it."""
+    plan = updated(vault, "team/plan.md")
+    try:
+        async with (
+            http_client(server.url, ALICE_TOKEN) as alice,
+            http_client(server.url, BOB_TOKEN) as bob,
+            listening(alice, [plan.uri], lists=False) as heard_a,
+            listening(bob, [plan.uri], lists=False) as heard_b,
+        ):
+            await edit(alice, vault.ws, "team/plan.md", "before")
+            await heard_b.hears(plan)
+            vault.configure(bob_token=False)  # bob's token is revoked while he listens
+            await heard_b.until(lambda h: h.ended != "", "bob's stream ends")
+            assert heard_b.ended == "graceful", heard_b.ended
+            await edit(alice, vault.ws, "team/plan.md", "after the revocation")
+            await heard_a.hears(plan, 2)
+        assert heard_b.events == [plan], "nothing reaches a stream whose token was revoked"
     finally:
         vault.configure()
 

@@ -38,6 +38,13 @@ stream that asked for `toolsListChanged` or `promptsListChanged` checks them eve
 `RIGHTS_CHECK_SECONDS` (the configuration as its file is now) and hears the list changed when they
 did. `announce` tells every such stream (a list changed for everyone; the shipped server never
 changes its tools while running, the conformance fixtures do).
+
+Rule 6 (the credential): over HTTP a stream lives longer than the request that authenticated it,
+so its bearer token is verified again (`verify`, the transport's own verifier) every
+`RIGHTS_CHECK_SECONDS` and before each delivery: a token revoked from the configuration, an
+expired JWT, or one that now names another principal ends the stream (the SDK's graceful close),
+and nothing is delivered after. The token is held only by the request, as for any request; it is
+never logged. On stdio the process's principal is the configuration's, checked by Rule 1.
 """
 
 from __future__ import annotations
@@ -47,10 +54,12 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -92,7 +101,8 @@ MAX_STREAMS_PER_PRINCIPAL = 8
 MAX_URIS = 1000
 MAX_PENDING = 4096
 RIGHTS_CHECK_SECONDS = 1.0
-"""How often a stream that asked for the tool or prompt list checks its principal's rights (Rule 5)."""
+"""How often a stream that asked for the tool or prompt list checks its principal's rights (Rule 5),
+and an HTTP stream its credential (Rule 6)."""
 HOLD_WAIT_SECONDS = 10.0
 """The longest a listen waits, before its acknowledgment, for the watch drain's first pass over its
 workspaces and the PostgreSQL relay's LISTEN (a first index build of a large workspace is longer:
@@ -112,8 +122,11 @@ class _Stream:
         uris: dict[tuple[str, str], str],
         wanted: SubscriptionFilter,
         rights: frozenset[Right],
+        bearer: str | None,
     ) -> None:
         self.caller = caller
+        self.bearer = bearer
+        """The request's bearer token, verified again before each delivery (Rule 6); None on stdio."""
         self.uris = uris
         self.wants_tools = bool(wanted.tools_list_changed)
         self.wants_prompts = bool(wanted.prompts_list_changed)
@@ -168,10 +181,13 @@ class LiveChanges:
         services: Services,
         resolve_principal: Callable[[Ctx], str],
         credential_rights: Callable[[Ctx], frozenset[Right] | None],
+        verify: Callable[[str], Awaitable[AccessToken | None]] | None = None,
     ) -> None:
         self.services = services
         self.resolve_principal = resolve_principal
         self.credential_rights = credential_rights
+        self.verify = verify
+        """The HTTP transport's token verifier (Rule 6); None on stdio."""
         self._open: dict[str, int] = {}
         self._handlers: set[ListenHandler] = set()
         self._streams: set[_Stream] = set()
@@ -213,7 +229,7 @@ class LiveChanges:
                 "close one (or listen to several URIs on one stream) first",
             )
         rights = self.services.grants.rights_held(caller.principal, caller.credential_rights)
-        stream = _Stream(caller, uris, wanted, rights)
+        stream = _Stream(caller, uris, wanted, rights, self._bearer(ctx))
         bus = InMemorySubscriptionBus()
         handler = ListenHandler(bus, max_subscriptions=1, max_buffered_events=_BACKLOG)
         self._open[principal] = self._open.get(principal, 0) + 1
@@ -270,10 +286,29 @@ class LiveChanges:
                     break
         return found
 
+    def _bearer(self, ctx: Ctx) -> str | None:
+        """Rule 6: the bearer token of an HTTP listen request, to verify again while it streams."""
+        headers = getattr(ctx.request, "headers", None)
+        if self.verify is None or headers is None:
+            return None
+        scheme, _, token = str(headers.get("authorization", "")).partition(" ")
+        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+    async def _credential_holds(self, stream: _Stream) -> bool:
+        """Rule 6: the stream's token still verifies, unexpired, as the same principal."""
+        if stream.bearer is None or self.verify is None:
+            return True
+        token = await self.verify(stream.bearer)
+        return (
+            token is not None
+            and token.subject == stream.caller.principal
+            and (token.expires_at is None or token.expires_at > time.time())
+        )
+
     async def _deliver(self, stream: _Stream, bus: InMemorySubscriptionBus, handler: ListenHandler) -> None:
-        rights_watched = stream.wants_tools or stream.wants_prompts
+        checked = stream.wants_tools or stream.wants_prompts or stream.bearer is not None
         while True:
-            with anyio.move_on_after(RIGHTS_CHECK_SECONDS if rights_watched else math.inf):
+            with anyio.move_on_after(RIGHTS_CHECK_SECONDS if checked else math.inf):
                 await stream.wake.wait()
             stream.wake.clear()
             updated, listed, overflowed = stream.drain()
@@ -285,7 +320,14 @@ class LiveChanges:
                 handler.close()
                 return
             await self.services.grants.refresh()
-            if rights_watched:
+            if not await self._credential_holds(stream):
+                logger.info(
+                    "listen stream's credential no longer verifies; closing it",
+                    extra={"event": "listen_credential_ended", "principal": stream.caller.principal},
+                )
+                handler.close()
+                return
+            if stream.wants_tools or stream.wants_prompts:
                 held = self.services.grants.rights_held(
                     stream.caller.principal, stream.caller.credential_rights
                 )
