@@ -80,23 +80,24 @@ def embed_notes(
     """Each note `(key, name, text)` cut into its sections (`sections.pieces_of`) with a vector each:
     the vector `kept` for the same note and digest (the text did not change), or computed, all of a
     batch's new texts in one call to the model. Both stores' `embed_pending` write these rows."""
-    planned = {key: pieces_of(name, text) for key, name, text in notes}
+    planned = {
+        key: [(piece, piece.digest(embedder.name)) for piece in pieces_of(name, text)]
+        for key, name, text in notes
+    }
     wanted = {
-        piece.digest(embedder.name): piece.text
+        digest: piece.text
         for key, pieces in planned.items()
-        for piece in pieces
-        if (key, piece.digest(embedder.name)) not in kept
+        for piece, digest in pieces
+        if (key, digest) not in kept
     }
     computed = dict(zip(wanted, embedder.embed(list(wanted.values())), strict=True)) if wanted else {}
-    rows: dict[K, list[PieceRow]] = {}
-    for key, pieces in planned.items():
-        rows[key] = []
-        for chunk, piece in enumerate(pieces):
-            digest = piece.digest(embedder.name)
-            rows[key].append(
-                (chunk, piece.section, digest, kept.get((key, digest)) or to_bytes(computed[digest]))
-            )
-    return rows
+    return {
+        key: [
+            (chunk, piece.section, digest, kept.get((key, digest)) or to_bytes(computed[digest]))
+            for chunk, (piece, digest) in enumerate(pieces)
+        ]
+        for key, pieces in planned.items()
+    }
 
 
 def from_bytes(data: bytes) -> Vectors:

@@ -128,13 +128,13 @@ class _Stream:
         self.bearer = bearer
         """The request's bearer token, verified again before each delivery (Rule 6); None on stdio."""
         self.uris = uris
+        """(workspace, note id) → the URI as the client wrote it (what `resources/updated` names)."""
         self.wants_tools = bool(wanted.tools_list_changed)
         self.wants_prompts = bool(wanted.prompts_list_changed)
         self.rights = rights
         """The rights the principal held when its tools and prompts were last announced (Rule 5)."""
         self.announced: set[str] = set()
         """What `LiveChanges.announce` said changed since the last delivery: "tools", "prompts"."""
-        """(workspace, note id) → the URI as the client wrote it (what `resources/updated` names)."""
         self.wants_list = bool(wanted.resources_list_changed)
         self.workspaces = {workspace for workspace, _ in uris}
         self.updated: set[tuple[str, str]] = set()
