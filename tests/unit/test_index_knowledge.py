@@ -225,7 +225,11 @@ def test_recent_changes_created_modified_moved_deleted_newest_first(
     first = index.recent(WS, root, ("",), since_ns=0, limit=100)
     assert {c.kind for c in first} == {"modified"}  # the first build records no creations
     assert len(first) == len(VAULT)
-    start = time.time_ns()
+    # A created or modified note's time is its file's mtime, which the kernel takes from a coarser
+    # clock than time.time_ns(): "since" is read off a file written now, on the same clock.
+    probe = folder.parent / "since"
+    probe.write_text("")
+    start = probe.stat().st_mtime_ns
     (folder / "New idea.md").write_text("# New idea\n")
     index.recent(WS, root, ("",), since_ns=start, limit=10)
     (folder / "Home.md").write_text(VAULT["Home.md"] + "\nMore.\n")
