@@ -1,7 +1,7 @@
 """Resolving attachment links (issue 27) at 1k, 10k and 100k notes, each folder holding notes and one
 attachment in ten notes: through the files index's `attachments` table (`index_refresh` Rule 11,
 what `notes_links` and `notes_read {includeAttachments}` do now) and, for comparison, through the
-walk they did before the index knew attachments (`notes.attachments.list_attachments`).
+walk they did before the index knew attachments (`walk`, what `attachments.list_attachments` was).
 
     .venv/bin/python -m bench.attachments              # 1000 10000 100000
     .venv/bin/python -m bench.attachments 1000 10000   # a subset
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from notewarden.notes.attachments import AttachmentVault, list_attachments
+from notewarden.notes.attachments import ATTACHMENT_SUFFIXES, AttachmentVault
 from notewarden.notes.index import NoteIndex
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
@@ -49,6 +49,12 @@ def build(folder: Path, notes: int) -> int:
     for i in range(notes // 10):
         (folder / f"f{i % folders}" / f"a{i}.png").write_bytes(PNG)
     return folders
+
+
+def walk(scope: WorkspaceScope) -> list[str]:
+    """The workspace's attachments in the scope's reach, listed by a walk of every folder."""
+    reach = scope.whole_workspace()
+    return [e.path for e in scope.root.list_notes(ATTACHMENT_SUFFIXES) if reach.contains(e.path)]
 
 
 def percentiles(run: Callable[[], object]) -> tuple[float, float]:
@@ -79,14 +85,14 @@ def measure(notes: int) -> dict[str, float | int]:
                 (found,) = index._db.execute("SELECT count(*) FROM attachments").fetchone()
 
                 def resolve() -> list[str | None]:
-                    vault = AttachmentVault(files=index.attachment_files(WS, root, ("",)))
+                    vault = AttachmentVault(index.attachment_files(WS, root, ("",)))
                     return [vault.resolve(path, style, "f0/n0.md").target for path, style in links]
 
                 assert None not in resolve()
                 index_p50, index_p95 = percentiles(resolve)
             finally:
                 index.close()
-            walk_p50, walk_p95 = percentiles(lambda: list_attachments(scope))
+            walk_p50, walk_p95 = percentiles(lambda: walk(scope))
         return {
             "notes": notes,
             "folders": folders,

@@ -1,5 +1,6 @@
 """What a small edit costs as the note grows: `notes_edit` append on a 1 KB and a 1 MB note over HTTP,
-and the size of the receipt of a one-line change in notes of 1 KB, 100 KB and 1 MB.
+the size of the receipt of a one-line change in notes of 1 KB, 100 KB and 1 MB, and the first search
+after them (a store may leave a large note's indexing to the next query: `notes.sql` Rule 3).
 
     .venv/bin/python -m bench.edit_cost                   # 300 appends per note, files store
     .venv/bin/python -m bench.edit_cost --count 50 --store sqlite
@@ -11,7 +12,7 @@ HTTP client of `bench.load` (pinned to CPU 1), one call at a time; appends alter
 two notes so that both see the same machine. Each append is a real write: the replaced content is
 saved in the note's history (50 versions kept, so the steady state also prunes one per write).
 "receipt" is the result's `structuredContent` as JSON; the whole HTTP body also carries it again
-as the text block and the `_meta` envelope. Prints a table, writes bench/results/edit_cost.json.
+as the text block and the `_meta` envelope. Prints a table, writes bench/results/edit_cost-<store>.json.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ async def measure(url: str, workspace_uri: str, token: str, count: int, warmup: 
                 "receipt_bytes": len(json.dumps(result["structuredContent"], ensure_ascii=False).encode()),
                 "result_bytes": len(json.dumps(result, ensure_ascii=False).encode()),
             }
+
+        searches = []  # what the edits left for the next query (the SQL store's large notes: Rule 3)
+        for _ in range(2):
+            started = time.perf_counter()
+            result = await mcp.call("notes_search", {"workspaceUri": workspace_uri, "query": "appended"})
+            searches.append(round((time.perf_counter() - started) * 1000, 3))
+            hits = {hit["id"] for hit in result.get("structuredContent", {}).get("results", [])}
+            if result.get("isError") or not {"1KB.md", "1MB.md"} <= hits:
+                raise RuntimeError(f"search after the edits failed: {json.dumps(result)[:300]}")
     finally:
         await mcp.aclose()
     appends = {
@@ -109,7 +119,7 @@ async def measure(url: str, workspace_uri: str, token: str, count: int, warmup: 
         }
         for name, s in samples.items()
     }
-    return {"appends": appends, "receipts": receipts}
+    return {"appends": appends, "receipts": receipts, "search_after_edits_ms": searches}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"largest receipt: {largest} B (goal < {RECEIPT_GOAL} B: {'met' if largest < RECEIPT_GOAL else 'NOT met'})"
     )
+    first, again = found["search_after_edits_ms"]
+    print(f"search right after the edits: {first:.1f} ms (what they left to index), then {again:.1f} ms")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"edit_cost-{args.store}.json").write_text(
         json.dumps(

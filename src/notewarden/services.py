@@ -14,7 +14,6 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from notewarden.config import Config, load_config
 from notewarden.embeddings import SearchMode, open_search_mode
@@ -22,7 +21,7 @@ from notewarden.faults import installed as installed_faults
 from notewarden.ledger import Ledger, LedgerUnavailable
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.change_log import ChangeLog
-from notewarden.notes.live import ChangeFeed, Drain, Liveness, Relay
+from notewarden.notes.live import ChangeFeed, Liveness, Relay
 from notewarden.notes.ownership import (
     OwnerMarker,
     Relation,
@@ -41,10 +40,7 @@ from notewarden.scope.grants import Grants
 from notewarden.scope.rights import ALL_RIGHTS, Right
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.sealing import SealingKeys, load_or_create_keys
-from notewarden.storage import STORE_SCHEMAS, open_ledger, open_store
-
-if TYPE_CHECKING:
-    import psycopg
+from notewarden.storage import LEDGERS, NOTE_STORES, open_ledger, open_store
 
 __all__ = ["Services", "WorkspaceTrash", "open_services", "shared_state_dirs"]
 
@@ -181,31 +177,16 @@ def open_services(config: Config, *, cap: frozenset[Right] = ALL_RIGHTS) -> Serv
 
 
 def wire_live_changes(services: Services) -> None:
-    """`notes.live` Rule 2: the change log, the files store's index and (PostgreSQL) the relay
-    feed `services.feed`; the drain and the relay run only while someone listens."""
-    from notewarden.notes.files import FilesNoteStore
-
-    feed, store, grants = services.feed, services.store, services.grants
+    """`notes.live` Rule 2: the change log, what the store watches (`NoteStore.watch_changes`) and
+    (PostgreSQL) the relay feed `services.feed`; the drain and the relay run only while someone listens."""
+    feed, grants = services.feed, services.grants
     services.changes.feed = feed
-    drain = None
-    if isinstance(store, FilesNoteStore):
-        index = store.index
-        index.changes_seen = feed.on_index
-        drain = Drain(lambda workspace: index.refresh(workspace, grants.root(parse_file_uri(workspace))))
+    drain = services.store.watch_changes(feed, lambda workspace: grants.root(parse_file_uri(workspace)))
+    listen = LEDGERS[services.config.storage.ledger].listen
     relay = None
-    url = services.config.storage.database_url
-    if services.config.storage.ledger == "postgres" and url:
+    if listen is not None:
         feed.notify = True
-        timeout = max(1, round(services.config.storage.connect_timeout_seconds))
-
-        def connect() -> psycopg.Connection[Any]:
-            import psycopg
-
-            return psycopg.connect(
-                url, autocommit=True, connect_timeout=timeout, application_name="notewarden-live"
-            )
-
-        relay = Relay(connect, feed)
+        relay = Relay(listen(services.config), feed)
     services.liveness = Liveness(drain, relay)
 
 
@@ -238,7 +219,7 @@ def open_shared_ledger(services: Services, owner: OwnerMarker) -> tuple[Ledger |
     try:
         opened = SqliteLedger(
             Path(owner.location),
-            components=list(STORE_SCHEMAS["files"]),
+            components=list(NOTE_STORES["files"].schemas),
             durability=services.config.storage.durability,
         )
     except (LedgerUnavailable, SchemaOutOfDate, sqlite3.Error, OSError) as exc:
@@ -289,7 +270,7 @@ def log_sealing_keys(keys: SealingKeys, config: Config) -> None:
         " (created now)" if keys.created else "",
         extra=extra,
     )
-    if keys.from_file and config.storage.ledger == "postgres":
+    if keys.from_file and LEDGERS[config.storage.ledger].shared:
         logger.warning(
             "the PostgreSQL ledger serves several instances, but this one's sealing keys come from its own "
             "state dir (%s): another instance cannot open its confirmations (-32602 Invalid or expired "

@@ -52,7 +52,7 @@ from notewarden.scope.fs_errors import FsError, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, split_relative
 from notewarden.scope.uri import FileUri, UriError, parse_file_uri
-from notewarden.storage import STORE_SCHEMAS, open_ledger, open_row_store, refuse_files_store
+from notewarden.storage import NOTE_STORES, open_ledger, open_row_store, refuse_files_store
 
 __all__ = ["TransferError", "export_folder", "import_folder", "run_transfer"]
 
@@ -367,7 +367,7 @@ def export_folder(config: Config, workspace_uri: str, folder: Path, *, state_dir
     state_dir = state_dir or default_state_dir()
     try:
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        target = SqliteLedger(state_dir / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
+        target = SqliteLedger(state_dir / "notewarden.sqlite3", components=list(NOTE_STORES["files"].schemas))
         try:
             with WorkspaceRoot.open(str(folder)) as root:  # the folder's trash belongs to that ledger
                 take_over(root, target.identity)

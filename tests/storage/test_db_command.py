@@ -54,7 +54,7 @@ def test_postgres_schema_is_explicit(tmp_path: Path, pg: PgDatabase) -> None:
     assert upgrade.returncode == 0, upgrade.stderr
     assert upgrade.stdout.splitlines() == [
         "ledger: applied 2 step(s)",
-        "sql_store: applied 4 step(s)",
+        "sql_store: applied 5 step(s)",
         "note_history: applied 1 step(s)",
         "change_log: applied 1 step(s)",
         "publish: applied 2 step(s)",
@@ -92,7 +92,7 @@ def test_sqlite_is_created_by_the_first_start_or_by_upgrade(tmp_path: Path) -> N
     assert status.returncode == 3 and "does not exist yet" in status.stdout
     upgrade = notewarden("db", "upgrade", "--config", str(config))
     assert upgrade.returncode == 0, upgrade.stderr
-    assert "sql_store: applied 4 step(s)" in upgrade.stdout and "publish: applied 2 step(s)" in upgrade.stdout
+    assert "sql_store: applied 5 step(s)" in upgrade.stdout and "publish: applied 2 step(s)" in upgrade.stdout
     status = notewarden("db", "status", "--config", str(config))
     assert status.returncode == 0 and "rows notes" in status.stdout
     assert str(tmp_path / "state" / "notewarden.sqlite3") in status.stdout

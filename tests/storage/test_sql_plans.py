@@ -25,6 +25,7 @@ from notewarden.ledger.postgres import PostgresLedger
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.change_log import CHANGE_LOG_SCHEMA
 from notewarden.notes.history import HISTORY_SCHEMA, Change
+from notewarden.notes.hybrid_search import search_page
 from notewarden.notes.sql import SQL_STORE_SCHEMA, SqlNoteStore
 from notewarden.notes.store import NoteFilter, PropertyTest, replace_with
 from notewarden.scope.grants import WorkspaceScope
@@ -140,6 +141,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
     page = store.search(everywhere, ["team03"], after=None, limit=10)
     store.search(folder, ["team03"], after=page[-1].position, limit=10)
     assert store.search(everywhere, ["budget", "zeppelin"], after=None, limit=5, match="any")
+    assert store.search(everywhere, ["budget", "team03", "zeppelin"], after=None, limit=5, match="rarer")
     # what notes know; a move first, so that its notes are the recent ones
     started = time.time_ns()
     preview = store.move_note(
@@ -272,3 +274,36 @@ def test_filters_that_keep_many_notes_walk_the_time_index_and_sort_nothing(seede
             assert "notes_by_time" in text, text
             assert not any(line.strip().startswith(("Sort", "Incremental Sort")) for line in lines), text
             assert "TEMP B-TREE" not in text, text
+
+
+def test_some_words_past_the_budget_rank_only_the_rarer_words_found_in_the_index(seeded: Ledger) -> None:
+    """`ranking` Rule 4: in a search with meaning (`rarer`), of "budget" (in every note), `team03` (5% of
+    them) and "zeppelin" (none), only the notes with `team03` are ranked, not the 10,000 with "budget" alone. SQLite counts each
+    word's notes up to one past the budget through the FTS index; PostgreSQL counts nothing (its
+    planner's statistics say)."""
+    everywhere = WorkspaceScope("alice", WORKSPACE, (), None)
+    recorder = RecordingLedger(seeded)
+    store = SqlNoteStore(recorder)  # type: ignore[arg-type]
+    hits = store.search(everywhere, ["budget", "team03", "zeppelin"], after=None, limit=2_000, match="rarer")
+    assert NOTES // 20 <= len(hits) < NOTES // 10
+    counts = [(sql, params) for sql, params in recorder.seen.items() if "count(*)" in sql]
+    assert not store.search(everywhere, ["budget", "zeppelin"], after=None, limit=5, match="rarer")
+    lexical = search_page(
+        store,
+        everywhere,
+        ["budget", "zeppelin"],
+        "budget zeppelin",
+        embedder=None,
+        filters=None,
+        limit=5,
+        after=None,
+    )
+    assert len(lexical.hits) == 5, "without a model, words are all a search has: every note with some ranks"
+    with seeded.snapshot() as db:
+        dialect = db.dialect
+    if dialect == "postgres":
+        assert not counts
+        return
+    ((sql, params),) = counts
+    scans = [line for line in plan_lines(seeded, sql, params) if line.startswith("SCAN notes")]
+    assert scans == ["SCAN notes_fts VIRTUAL TABLE INDEX 0:M3"] * 4, scans

@@ -267,7 +267,7 @@ def test_rows_other_programs_write_are_found_by_their_new_title_and_words(
     assert [n.id for n in store.list_notes(everywhere)] == ["kept.md"]
 
 
-@pytest.mark.parametrize("steps", [1, 2, 3])
+@pytest.mark.parametrize("steps", [1, 2, 3, 4])
 def test_an_older_database_upgraded_in_place_keeps_every_note_findable_and_learns_its_links(
     tmp_path: Path, pg: PgDatabase, workspace: FileUri, steps: int
 ) -> None:

@@ -8,14 +8,16 @@ rules, reads / listing pages / title and word search / snippets, optimistic conc
 version writes nothing, writing what is there is a harmless retry), moves that stay inside and never
 replace, the trash (scoped by the original path, identity-checked, restore that never replaces, purge
 bound to what was listed), and a note another program changed is not trashed by its old identity.
-What may differ is said per store: content the SQL stores cannot keep as rows (`ContentRefused`).
+What may differ is said per store: content the SQL stores cannot keep as rows (`ContentRefused`),
+attachments (the files of a workspace folder) and changes seen as they happen (the folder's watch).
 Store-specific behaviour stays in tests/unit/test_files_store.py and tests/storage/test_sql_store.py.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +26,17 @@ import pytest
 from notewarden import storage
 from notewarden.config import Config, parse_config
 from notewarden.ledger import Ledger
+from notewarden.notes.attachments import AttachmentsUnavailable
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.history import Change
+from notewarden.notes.live import ChangeFeed, Liveness, NoteEvent
 from notewarden.notes.model import content_version
 from notewarden.notes.sql import SqlNoteStore
 from notewarden.notes.store import ContentRefused, NoteContent, NoteStore, VersionConflict, replace_with
 from notewarden.scope.fs_errors import IdentityMismatch, NoteExists, NoteMissing, PathRejected
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
+from notewarden.scope.rights import FolderRights, Right
 from notewarden.scope.uri import FileUri, parse_file_uri
 from notewarden.tools.registry import known_failure
 from tests.pg import PgDatabase
@@ -247,6 +252,56 @@ def test_content_a_store_cannot_keep_is_refused_with_what_is_allowed(kit: Kit) -
         assert str(refused.value).startswith("nothing was written: a note kept in the database")
         assert store.read_note(everywhere, "n.md").data == b"# N\n"
         assert [n.id for n in store.list_notes(everywhere)] == ["n.md"]
+
+
+def test_attachments_are_the_files_of_a_workspace_folder(kit: Kit) -> None:
+    """`NoteStore.attachment_vault` (`attachments` Rules 2 and 6): the files store opens an attachment
+    link to a file of the folder in the caller's reach, across the whole workspace, and to none where
+    the caller may not read; a workspace kept in a database has no attachments, and says why."""
+    if kit.root is None:
+        with pytest.raises(AttachmentsUnavailable, match="kept in the database"):
+            kit.store.attachment_vault(kit.scope())
+        return
+    folder = Path(kit.workspace.path)
+    for path in ("img/a.png", "private/b.png"):
+        (folder / path).parent.mkdir()
+        (folder / path).write_bytes(b"\x89PNG\r\n\x1a\n")
+    vault = kit.store.attachment_vault(kit.scope("notes"))  # the whole workspace: links resolve across it
+    assert [vault.resolve(name, "wiki", "notes/n.md").target for name in ("a.png", "b.png", "c.png")] == [
+        "img/a.png",
+        "private/b.png",
+        None,
+    ]
+    held = (FolderRights(("img",), frozenset({Right.READ})),)
+    reach = WorkspaceScope("bob", kit.workspace, (), kit.root, Right.READ, (("img",),), held)
+    assert kit.store.attachment_vault(reach).resolve("b.png", "wiki", "img/n.md").target is None
+
+
+def test_a_store_tells_the_feed_what_it_sees_change_outside_notewarden(kit: Kit) -> None:
+    """`NoteStore.watch_changes` (`live` Rule 2): the files store's index watch tells the feed of a
+    person's edit, through the drain that runs while someone listens; a store of rows sees no such
+    change as it happens (another instance's reach it through the PostgreSQL relay)."""
+    feed = ChangeFeed()
+    drain = kit.store.watch_changes(feed, lambda _workspace: kit.scope().root)
+    if kit.root is None:
+        assert drain is None
+        return
+    edit = NoteEvent(str(kit.workspace), "by-hand.md", True)
+    heard: list[NoteEvent] = []
+    told = threading.Event()
+
+    def listener(events: Sequence[NoteEvent]) -> None:
+        heard.extend(events)
+        if edit in events:
+            told.set()
+
+    feed.subscribe(listener)
+    release = Liveness(drain, None).hold([str(kit.workspace)], wait=30)  # drained once: watching
+    try:
+        kit.overwrite("by-hand.md", b"# Written by an editor\n")
+        assert told.wait(30), f"the drain tells the feed of the edit; heard {heard}"
+    finally:
+        release()
 
 
 def test_the_files_store_keeps_history_in_the_ledger_it_was_built_with(tmp_path: Path) -> None:

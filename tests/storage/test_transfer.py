@@ -30,7 +30,7 @@ from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import HISTORY_DIR_NAME, TRASH_DIR_NAME, TRASH_JOURNAL_NAME, TRASH_OWNER_NAME
 from notewarden.scope.uri import FileUri
-from notewarden.storage import STORE_SCHEMAS, upgrade_schema
+from notewarden.storage import NOTE_STORES, upgrade_schema
 from tests.pg import PgDatabase, database_url
 from tests.store_changes import deleting
 
@@ -62,7 +62,7 @@ def personal_folder(tmp_path: Path) -> tuple[Path, Path]:
         path.write_bytes(data)
         os.utime(path, ns=(1_700_000_000_123_456_789 + i, 1_700_000_000_123_456_789 + i))
     state.mkdir(mode=0o700)
-    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
+    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(NOTE_STORES["files"].schemas))
     store = FilesNoteStore(ledger=ledger)
     root = WorkspaceRoot.open(str(folder))
     scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
@@ -126,7 +126,7 @@ def history_rows(folder: Path, state: Path) -> list[tuple[object, ...]]:
 
 
 def trash_listing(folder: Path, state: Path) -> list[tuple[str, str, str]]:
-    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(STORE_SCHEMAS["files"]))
+    ledger = SqliteLedger(state / "notewarden.sqlite3", components=list(NOTE_STORES["files"].schemas))
     store = FilesNoteStore(ledger=ledger)
     root = WorkspaceRoot.open(str(folder))
     try:

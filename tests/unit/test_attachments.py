@@ -1,5 +1,6 @@
 """`notes.attachments`: types by content (magic numbers), which links are attachment links, how they
-resolve (as Obsidian opens a file link), and the listing and reading through the directory handle."""
+resolve (as Obsidian opens a file link), and the listing (the files store's) and reading through the
+directory handle; a workspace kept in a database has none (tests/storage/test_store_contract.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.attachments import (
     ATTACHMENT_MAX_BYTES,
     AttachmentsUnavailable,
@@ -19,11 +21,11 @@ from notewarden.notes.attachments import (
     check_attachment_path,
     is_attachment,
     link_style,
-    list_attachments,
     read_attachment,
     served_type,
     sniff,
 )
+from notewarden.notes.files import FILES_STORE_SCHEMA, FilesNoteStore
 from notewarden.notes.health import is_attachment as health_is_attachment
 from notewarden.notes.links import MemoryVault, relink
 from notewarden.scope.fs_errors import EscapeBlocked, FsError, PathRejected
@@ -154,7 +156,9 @@ def test_a_caller_may_name_only_plain_visible_attachment_paths() -> None:
 
 
 def test_attachments_resolve_as_obsidian_opens_a_file_link() -> None:
-    vault = AttachmentVault(["a/diagram.png", "b/c/diagram.png", "diagram.png", "x/y/only.pdf", "x/img.png"])
+    vault = AttachmentVault(
+        MemoryVault(["a/diagram.png", "b/c/diagram.png", "diagram.png", "x/y/only.pdf", "x/img.png"])
+    )
     assert vault.resolve("diagram.png", "wiki", "Home.md").target == "diagram.png"  # exact path
     assert (
         vault.resolve("diagram.png", "wiki", "a/Note.md").target == "diagram.png"
@@ -162,7 +166,7 @@ def test_attachments_resolve_as_obsidian_opens_a_file_link() -> None:
     assert (
         vault.resolve("diagram.png", "markdown", "a/Note.md").target == "a/diagram.png"
     )  # Markdown: folder first
-    no_root = AttachmentVault(["a/diagram.png", "b/c/diagram.png"])
+    no_root = AttachmentVault(MemoryVault(["a/diagram.png", "b/c/diagram.png"]))
     assert no_root.resolve("diagram.png", "wiki", "b/c/N.md").target == "b/c/diagram.png"  # own folder
     assert no_root.resolve("diagram.png", "wiki", "Home.md").target == "a/diagram.png"  # fewest folders
     assert vault.resolve("only.pdf", "wiki", "Home.md").target == "x/y/only.pdf"  # by name anywhere
@@ -174,7 +178,7 @@ def test_attachments_resolve_as_obsidian_opens_a_file_link() -> None:
     assert vault.resolve("missing.png", "wiki", "Home.md").target is None
     assert vault.resolve("../../diagram.png", "markdown", "a/Note.md").target is None  # above the root
     assert vault.resolve("", "wiki", "Home.md").target is None
-    shortest = AttachmentVault(["p/q/r.png", "p/r.png", "z/r.png"])
+    shortest = AttachmentVault(MemoryVault(["p/q/r.png", "p/r.png", "z/r.png"]))
     assert shortest.resolve("r.png", "wiki", "Home.md").target == "p/r.png"  # fewest folders, then by path
 
 
@@ -210,15 +214,39 @@ def workspace(tmp_path: Path) -> Iterator[tuple[Path, WorkspaceRoot]]:
         yield folder, root
 
 
+FIXTURE_FILES = (
+    "files/a.png",
+    "files/b.pdf",
+    "files/big.png",
+    "files/notes.txt",
+    "files/out.png",
+    "files/in.png",
+    "private/secret.png",
+    ".obsidian/icon.png",
+)
+
+
+def found(vault: AttachmentVault) -> list[str]:
+    """The files of the `workspace` fixture that `vault` opens by their own path."""
+    return [path for path in FIXTURE_FILES if vault.resolve(path, "markdown", "n.md").target == path]
+
+
 def test_listing_and_reading_stay_in_the_folder_and_the_callers_reach(
-    workspace: tuple[Path, WorkspaceRoot],
+    workspace: tuple[Path, WorkspaceRoot], tmp_path: Path
 ) -> None:
     folder, root = workspace
     held = (FolderRights(("files",), frozenset({Right.READ})),)
     scope = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root, Right.READ, (("files",),), held)
-    assert list_attachments(scope) == ["files/a.png", "files/b.pdf", "files/big.png"]  # no symlink, no hidden
-    everything = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
-    assert "private/secret.png" in list_attachments(everything)
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3", components=[FILES_STORE_SCHEMA])
+    store = FilesNoteStore(ledger=ledger)  # the store whose workspaces have attachments: its index lists them
+    try:
+        listed = found(store.attachment_vault(scope))
+        assert listed == ["files/a.png", "files/b.pdf", "files/big.png"]  # no symlink, no hidden
+        everything = WorkspaceScope("alice", FileUri.from_path(str(folder)), (), root)
+        assert "private/secret.png" in found(store.attachment_vault(everything))
+    finally:
+        store.close()
+        ledger.close()
     assert read_attachment(scope, "files/a.png") == png()
     with pytest.raises(RightMissing):
         read_attachment(scope, "private/secret.png")
@@ -237,6 +265,4 @@ def test_listing_and_reading_stay_in_the_folder_and_the_callers_reach(
 def test_a_workspace_kept_in_a_database_has_no_attachments() -> None:
     scope = WorkspaceScope("alice", FileUri(("db",)), (), None)
     with pytest.raises(AttachmentsUnavailable, match="kept in the database"):
-        list_attachments(scope)
-    with pytest.raises(AttachmentsUnavailable):
         read_attachment(scope, "a.png")

@@ -20,9 +20,9 @@ from notewarden.tools.registry import (
     ToolRegistry,
     declare,
     fast_validator,
-    object_schema,
     schema_problems,
 )
+from notewarden.tools.schemas import args, returns
 
 
 @pytest.fixture
@@ -96,14 +96,13 @@ def test_the_sdk_gets_a_schema_to_check_mcp_param_headers_against_only_where_a_t
 ) -> None:
     handler = next(iter(tools.values())).handler  # never called
 
-    routed = object_schema(
-        {"workspaceUri": {"type": "string", "x-mcp-header": "Workspace"}}, ["workspaceUri"]
-    )
-    plain = object_schema({"workspaceUri": {"type": "string"}}, ["workspaceUri"])
+    routed = args({"workspaceUri": {"type": "string", "x-mcp-header": "Workspace"}})
+    plain = args({"workspaceUri": {"type": "string"}})
+    nothing = returns({}, [])
     registry = ToolRegistry(
         [
-            ToolDef(declare("routed", "Routed", "d", routed, {"type": "object"}), handler, Right.READ),
-            ToolDef(declare("plain", "Plain", "d", plain, {"type": "object"}), handler, Right.READ),
+            declare("routed", "Routed", "d", routed, nothing, Right.READ).served_by(handler),
+            declare("plain", "Plain", "d", plain, nothing, Right.READ).served_by(handler),
         ]
     )
     assert registry.input_schema("routed") == routed

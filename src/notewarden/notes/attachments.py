@@ -16,11 +16,9 @@ with the fewest folders above it, then the first by path), over the attachments 
 (the workspace's files with the table's extensions, in the folders where the scope's right holds,
 symlinks and other mounts never followed, hidden folders skipped). An attachment in a folder the
 caller may not read is not found: its link is reported missing, as if the file were absent, so a
-link never tells of another principal's files. `attachment_vault` asks the store: the files store's
-index keeps the attachments beside the notes (`index_refresh` Rule 11), so a link costs a few
-indexed look-ups whatever the vault's size; a store with folders and no such index would be
-listed (`list_attachments`, a walk of every folder: what every call cost before the index knew
-attachments).
+link never tells of another principal's files. The store says which attachments there are
+(`NoteStore.attachment_vault`): the files store's index keeps them beside the notes (`index_refresh`
+Rule 11), so a link costs a few indexed look-ups whatever the vault's size.
 
 Rule 3 (type by content, `served_type`): the MIME type comes from the first bytes (`sniff`, a table of
 magic numbers: PNG, JPEG, GIF, WebP, BMP, AVIF/HEIC, PDF, MP3 (ID3 or a frame sync), WAV, OGG, FLAC,
@@ -41,18 +39,19 @@ Rule 5 (size): an attachment is read whole, through the workspace's directory ha
 when it is at most `ATTACHMENT_MAX_BYTES`; a larger one is refused with its size and the limit.
 
 Rule 6 (stores): attachments are files, so only the files store has them. A workspace kept in a
-database (the SQL stores) has no folder: `AttachmentsUnavailable` says so, and callers report its
-attachment links as unresolvable for that reason (not as missing).
+database (the SQL stores) has no folder: `AttachmentsUnavailable` says so (`no_attachments`, raised
+by its store's `attachment_vault` and by `read_attachment`), and callers report its attachment links
+as unresolvable for that reason (not as missing).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
-from notewarden.notes.links import UNRESOLVED, MemoryVault, Resolution, VaultLookup, resolve_path
+from notewarden.notes.links import UNRESOLVED, Resolution, VaultLookup, resolve_path
 from notewarden.scope.fs_errors import FsError, PathRejected
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
@@ -64,13 +63,11 @@ __all__ = [
     "IMAGE_BLOCK_TYPES",
     "AttachmentVault",
     "AttachmentsUnavailable",
-    "IndexesAttachments",
     "Served",
     "WithAttachments",
-    "attachment_vault",
     "is_attachment",
     "link_style",
-    "list_attachments",
+    "no_attachments",
     "read_attachment",
     "served_type",
     "sniff",
@@ -228,59 +225,34 @@ def check_attachment_path(path: str) -> str:
     return path
 
 
-def _root_of(scope: WorkspaceScope) -> None:
-    if scope.directory is None:
-        raise AttachmentsUnavailable(
-            f"{scope.workspace} is kept in the database: attachments are files in a workspace folder, "
-            "so this workspace has none (serve a folder with the files store to use them)"
-        )
+def no_attachments(scope: WorkspaceScope) -> AttachmentsUnavailable:
+    """Rule 6: why a workspace kept in the database has no attachments."""
+    return AttachmentsUnavailable(
+        f"{scope.workspace} is kept in the database: attachments are files in a workspace folder, "
+        "so this workspace has none (serve a folder with the files store to use them)"
+    )
 
 
 def read_attachment(scope: WorkspaceScope, path: str, max_bytes: int = ATTACHMENT_MAX_BYTES) -> bytes:
     """Rules 1, 5, 6: an attachment's bytes, read through the directory handle where the scope's right holds."""
-    _root_of(scope)
+    if scope.directory is None:
+        raise no_attachments(scope)
     check_attachment_path(path)
     data, _identity = scope.root.read_note(scope.check(path), max_bytes=max_bytes)
     return data
 
 
-def list_attachments(scope: WorkspaceScope) -> list[str]:
-    """Rule 2: the attachments of the workspace in the scope's reach, by path."""
-    _root_of(scope)
-    reach = scope.whole_workspace()
-    return [e.path for e in scope.root.list_notes(ATTACHMENT_SUFFIXES) if reach.contains(e.path)]
-
-
-@runtime_checkable
-class IndexesAttachments(Protocol):
-    """A store that knows its workspaces' attachments (Rule 2): the files store, from its index."""
-
-    def attachment_files(self, scope: WorkspaceScope) -> VaultLookup:
-        """The attachments in the scope's reach, as link resolution looks them up (no aliases)."""
-        ...
-
-
 class AttachmentVault:
-    """Rule 2: attachment links resolved against the attachments a lookup knows (`files`), or a
-    listing of them (`paths`)."""
+    """Rule 2: attachment links resolved against the attachments a lookup knows (a store's
+    `attachment_vault`)."""
 
-    def __init__(self, paths: Iterable[str] = (), *, files: VaultLookup | None = None) -> None:
-        self._vault: VaultLookup = MemoryVault(paths) if files is None else files
+    def __init__(self, files: VaultLookup) -> None:
+        self._vault = files
 
     def resolve(self, path: str, style: str, source_id: str) -> Resolution:
         if not path:
             return UNRESOLVED
         return resolve_path(path, style, source_id, self._vault)
-
-
-def attachment_vault(store: object, scope: WorkspaceScope) -> AttachmentVault:
-    """Rule 2: the attachments `scope` reaches in the whole workspace (links resolve across it), from
-    the store's index when it keeps them, else listed; `AttachmentsUnavailable` without a folder (Rule 6)."""
-    _root_of(scope)
-    reach = scope.whole_workspace()
-    if isinstance(store, IndexesAttachments):
-        return AttachmentVault(files=store.attachment_files(reach))
-    return AttachmentVault(list_attachments(reach))
 
 
 class WithAttachments:

@@ -2,7 +2,8 @@
 
 Rule 1: every derived column is a function of the row's (path, body) alone, computed here when
 notewarden writes the row. A row's derived columns are current when `derived_version = version`:
-notewarden sets both in the statement that writes the body; any other writer (an importer, a
+notewarden sets both in the statement that writes the body (but for a large body, which it leaves
+to the next query: `notes.sql` Rule 3); any other writer (an importer, a
 sync job writing `notes` directly) leaves `derived_version` behind, because the version trigger
 bumps `version` whoever writes. The store re-derives such rows before its next query of that
 workspace (`notes.sql`, Rule 3), so a row written by another program is found by its new title
@@ -30,7 +31,7 @@ on the database's locale). The `tsvector` carries each stem's positions with wei
 B (path) or C (body); a query term is stemmed and matched as a prefix (`'share':*` for "sharing",
 as FTS5 reads `"sharing"*`), and a term the tokenizer splits (`foo_bar`) is a phrase
 (`'foo' <-> 'bar':*`). The ranked fallback asks for notes with some but not all of the terms:
-`(a | b) & !(a & b)`. Ranking scores each term on its own, exact and as a prefix, ORed
+`(a | b) & !(a & b)`, past `ranking` Rule 4's budget some of the rarer ones only. Ranking scores each term on its own, exact and as a prefix, ORed
 (`search_rank_queries`): `ts_rank` scores a prefix item by one of the words it matches, not all of
 them, so `'css':*` alone scored the note titled "CSS snippets" by `cssclasses` in its body (4e-7
 instead of 0.99); the exact item scores the title's own word. And the terms are weighted by how
@@ -62,6 +63,7 @@ from notewarden.notes.stemming import stem
 __all__ = [
     "Derived",
     "derive",
+    "derived_title",
     "fold_words",
     "gram_token",
     "json_escaped",
@@ -101,14 +103,20 @@ def _term_items(terms: Sequence[str]) -> list[list[str]]:
     return [words for words in (stemmed_words(term) for term in terms) if words]
 
 
-def search_query(terms: Sequence[str], match: str = "all") -> str | None:
+def _tsquery_parts(terms: Sequence[str]) -> list[str]:
+    return ["(" + " <-> ".join(f"'{w}'" for w in words) + ":*)" for words in _term_items(terms)]
+
+
+def search_query(terms: Sequence[str], match: str = "all", some: Sequence[str] | None = None) -> str | None:
     """A `tsquery` (text form) matching notes where every term starts a word (Rule 4), or with
-    `match="any"` some but not all of them; None when no term has a word in it."""
-    parts = ["(" + " <-> ".join(f"'{w}'" for w in words) + ":*)" for words in _term_items(terms)]
-    if not parts:
+    `match="any"` some (of `some`, default all) but not all of them; None when no term (of `some`)
+    has a word in it."""
+    parts = _tsquery_parts(terms)
+    ors = parts if some is None else _tsquery_parts(some)
+    if not parts or not ors:
         return None
     every = " & ".join(parts)
-    return every if match == "all" else f"({' | '.join(parts)}) & !({every})"
+    return every if match == "all" else f"({' | '.join(ors)}) & !({every})"
 
 
 def search_rank_queries(terms: Sequence[str]) -> list[tuple[str, str]]:
@@ -207,6 +215,13 @@ def derive(path: str, body: str) -> Derived:
         name_key=name_key(path),
         path_key=note_key(path),
     )
+
+
+def derived_title(path: str, body: str) -> str:
+    """`derive(path, body).title`, reading no more than the head of the body whatever its size."""
+    if len(body) * 4 <= TITLE_SCAN_BYTES:
+        return derive(path, body).title
+    return title_of(body[:TITLE_SCAN_BYTES], note_stem(path))
 
 
 def search_vector(title: str, path: str, body: str) -> str:

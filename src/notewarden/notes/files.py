@@ -87,37 +87,16 @@ from typing import TYPE_CHECKING, Any
 
 from notewarden.faults import fault_point
 from notewarden.ledger import Durability, Ledger, LedgerTxn
-from notewarden.notes import links
-from notewarden.notes.attachments import WithAttachments
+from notewarden.notes import links, store
+from notewarden.notes.attachments import AttachmentVault, WithAttachments
 from notewarden.notes.change_log import ChangeLog, NoteEffect, moved_effects, versions_purged
 from notewarden.notes.health import HealthItem, HealthKey
 from notewarden.notes.history import Change, HistoryEntry, HistoryLog, Retention, new_version_id
 from notewarden.notes.index import NoteIndex
 from notewarden.notes.index_refresh import IndexedNote
+from notewarden.notes.live import Drain
 from notewarden.notes.model import TITLE_SCAN_BYTES, Note, NoteIdentity, content_version, extract_title
 from notewarden.notes.ownership import WorkspaceOwnedElsewhere, claim_owner
-from notewarden.notes.store import (
-    MERGE_ATTEMPTS,
-    MeaningHit,
-    Moved,
-    NoteChange,
-    NoteContent,
-    NoteFilter,
-    NoteLinks,
-    ProgressSink,
-    Relinked,
-    Rewrite,
-    Rewritten,
-    SearchHit,
-    SearchMatch,
-    SkippedEntry,
-    TagCount,
-    TrashedNote,
-    VersionConflict,
-    attributed,
-    refuse_unwritable_links,
-    relink_change,
-)
 from notewarden.notes.store_kit import new_trash_id
 from notewarden.notes.trash_journal import (
     committed_line,
@@ -136,6 +115,7 @@ from notewarden.scope.uri import FileUri
 
 if TYPE_CHECKING:
     from notewarden.notes.index_meaning import IndexMeaning
+    from notewarden.notes.live import ChangeFeed
     from notewarden.notes.vectors import Embedder, Vectors
 
 __all__ = ["FILES_STORE_SCHEMA", "FilesNoteStore"]
@@ -214,13 +194,13 @@ class _Planned:
 
     note_id: str
     after_id: str
-    before: NoteContent
+    before: store.NoteContent
     data: bytes
     rewrites: list[links.Rewrite]
 
 
 def _relinked(
-    current: NoteContent, moved_from: str, moved_to: str, vault: links.VaultLookup
+    current: store.NoteContent, moved_from: str, moved_to: str, vault: links.VaultLookup
 ) -> _Planned | None:
     """The note rewritten for the move, or None when none of its links change (or it is not UTF-8:
     such a note is not rewritten)."""
@@ -311,9 +291,9 @@ class FilesNoteStore:
     def list_notes(self, scope: WorkspaceScope) -> list[Note]:
         return [_note(r) for r in self.index.page(*self._key(scope), after=None, limit=None)]
 
-    def skipped(self, scope: WorkspaceScope) -> list[SkippedEntry]:
+    def skipped(self, scope: WorkspaceScope) -> list[store.SkippedEntry]:
         workspace, _, regions = self._key(scope)
-        return [SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, regions)]
+        return [store.SkippedEntry(path, reason) for path, reason in self.index.skipped(workspace, regions)]
 
     def list_page(
         self,
@@ -321,13 +301,13 @@ class FilesNoteStore:
         *,
         after: str | None,
         limit: int,
-        progress: ProgressSink | None = None,
+        progress: store.ProgressSink | None = None,
     ) -> list[Note]:
         rows = self.index.page(*self._key(scope), after=after, limit=limit, progress=progress)
         return [_note(r) for r in rows]
 
     def find_titled(
-        self, scope: WorkspaceScope, words: Sequence[str], *, progress: ProgressSink | None = None
+        self, scope: WorkspaceScope, words: Sequence[str], *, progress: store.ProgressSink | None = None
     ) -> list[Note]:
         return [_note(r) for r in self.index.titled(*self._key(scope), words, progress=progress)]
 
@@ -338,10 +318,10 @@ class FilesNoteStore:
         *,
         after: tuple[float, str] | None,
         limit: int,
-        progress: ProgressSink | None = None,
-        match: SearchMatch = "all",
-        filters: NoteFilter | None = None,
-    ) -> list[SearchHit]:
+        progress: store.ProgressSink | None = None,
+        match: store.SearchMatch = "all",
+        filters: store.NoteFilter | None = None,
+    ) -> list[store.SearchHit]:
         rows = self.index.search(
             *self._key(scope),
             terms,
@@ -351,7 +331,7 @@ class FilesNoteStore:
             match=match,
             filters=filters,
         )
-        return [SearchHit(_note(r), (r.score, r.id), r.aliases, r.snippet, tuple(terms)) for r in rows]
+        return [store.SearchHit(_note(r), (r.score, r.id), r.aliases, r.snippet, tuple(terms)) for r in rows]
 
     def _meaning(self) -> IndexMeaning:
         """The vectors beside the index (`notes.index_meaning`), made on first use: numpy is needed."""
@@ -362,7 +342,7 @@ class FilesNoteStore:
         return self._meaning_index
 
     def embed_pending(
-        self, scope: WorkspaceScope, embedder: Embedder, *, progress: ProgressSink | None = None
+        self, scope: WorkspaceScope, embedder: Embedder, *, progress: store.ProgressSink | None = None
     ) -> int:
         workspace, root, _ = self._key(scope)
         return self._meaning().embed_pending(workspace, root, embedder, progress)
@@ -374,13 +354,13 @@ class FilesNoteStore:
         query: Vectors,
         *,
         limit: int,
-        filters: NoteFilter | None = None,
+        filters: store.NoteFilter | None = None,
         exclude: frozenset[str] = frozenset(),
-    ) -> list[MeaningHit]:
+    ) -> list[store.MeaningHit]:
         found = self._meaning().nearest(
             *self._key(scope), query, embedder, limit=limit, filters=filters, exclude=exclude
         )
-        return [MeaningHit(_note(n.note), n.section, n.score) for n in found]
+        return [store.MeaningHit(_note(n.note), n.section, n.score) for n in found]
 
     def note_sections(
         self, scope: WorkspaceScope, embedder: Embedder, note_id: str
@@ -389,7 +369,9 @@ class FilesNoteStore:
         self._meaning().vectors(str(scope.workspace), embedder.name, embedder.dimensions)
         return self._meaning().sections_of(str(scope.workspace), note_id, embedder)
 
-    def tags(self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int) -> list[TagCount]:
+    def tags(
+        self, scope: WorkspaceScope, *, prefix: str, after: str | None, limit: int
+    ) -> list[store.TagCount]:
         return self.index.tags(*self._key(scope), prefix=prefix, after=after, limit=limit)
 
     def health(
@@ -398,13 +380,21 @@ class FilesNoteStore:
         return self.index.health(*self._key(scope), kinds=kinds, after=after, limit=limit)
 
     def attachment_files(self, scope: WorkspaceScope) -> links.VaultLookup:
-        """`attachments.IndexesAttachments`: the attachments in the scope's reach, from the index
-        (`index_refresh` Rule 11), current as of this call."""
+        """The attachments in the scope's reach, from the index (`index_refresh` Rule 11), current as
+        of this call."""
         return self.index.attachment_files(*self._key(scope))
+
+    def attachment_vault(self, scope: WorkspaceScope) -> AttachmentVault:
+        return AttachmentVault(self.attachment_files(scope.whole_workspace()))
+
+    def watch_changes(self, feed: ChangeFeed, root_of: Callable[[str], WorkspaceRoot]) -> Drain:
+        """The index's watch (inotify, or directory stamps) finds a person's edits at each refresh."""
+        self.index.changes_seen = feed.on_index
+        return Drain(lambda workspace: self.index.refresh(workspace, root_of(workspace)))
 
     def links(
         self, scope: WorkspaceScope, note_id: str, *, limit: int, after: tuple[str, int] | None = None
-    ) -> NoteLinks:
+    ) -> store.NoteLinks:
         scope.root.stat_note(_inside(scope, note_id))  # the precise error for what is not a note
         found = self.index.note_links(
             *self._key(scope), note_id, limit=limit, after=after, reach=scope.whole_workspace().regions
@@ -413,7 +403,7 @@ class FilesNoteStore:
             raise NoteMissing(f"{note_id} is not a note of {scope.uri}")
         return found
 
-    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[NoteChange]:
+    def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> list[store.NoteChange]:
         """The index's changes, and the notes moved to the trash since (the trash's rows are their
         record: `NoteIndex.note_trashed`); each note once, by its latest change."""
         workspace, root, regions = self._key(scope)
@@ -433,14 +423,14 @@ class FilesNoteStore:
             )
             went = ((note_id, title, int(deleted_at * 1e9)) for note_id, title, deleted_at in trashed)
             changes += [
-                NoteChange(note_id, title, "deleted", at_ns)
+                store.NoteChange(note_id, title, "deleted", at_ns)
                 for note_id, title, at_ns in went
                 if at_ns >= since  # the float's rounding
             ]
-            latest: dict[str, NoteChange] = {}
+            latest: dict[str, store.NoteChange] = {}
             for change in sorted(changes, key=lambda c: (-c.at_ns, c.note_id)):
                 latest.setdefault(change.note_id, change)
-            return attributed(list(latest.values())[:limit], self.changes, db, workspace)
+            return store.attributed(list(latest.values())[:limit], self.changes, db, workspace)
 
     def similar_titles(self, scope: WorkspaceScope, title: str) -> list[Note]:
         return [_note(r) for r in self.index.similar(*self._key(scope), title)]
@@ -457,11 +447,15 @@ class FilesNoteStore:
             )
         return notes
 
-    def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent:
+    def read_note(self, scope: WorkspaceScope, note_id: str) -> store.NoteContent:
         data, identity = scope.root.read_note(_inside(scope, note_id))
-        return NoteContent(Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data)
+        return store.NoteContent(
+            Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data
+        )
 
-    def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change) -> NoteContent:
+    def create_note(
+        self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change
+    ) -> store.NoteContent:
         """In a ledger transaction of its own, for the record (`change_log` Rule 2): the file is
         created, then the record written; a rollback removes the file it created."""
         root, workspace = scope.root, str(scope.workspace)
@@ -471,7 +465,7 @@ class FilesNoteStore:
             identity = root.create_note(note_id, data, make_parents=True)
             txn.on_rollback(lambda: root.remove_created(note_id, identity))
             note = Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity))
-            created = NoteContent(note, data)
+            created = store.NoteContent(note, data)
             effect = NoteEffect(note_id, "created", version_after=created.version, state=_state(identity))
             self.changes.record(txn, workspace, change, [effect])
             fault_point("write_uncommitted")
@@ -479,20 +473,20 @@ class FilesNoteStore:
         return created
 
     def rewrite_note(
-        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, *, change: Change
-    ) -> Rewritten:
+        self, scope: WorkspaceScope, note_id: str, rewrite: store.Rewrite, *, change: Change
+    ) -> store.Rewritten:
         _inside(scope, note_id)
         scope.root.require_in_place()
-        for _ in range(MERGE_ATTEMPTS):
+        for _ in range(store.MERGE_ATTEMPTS):
             try:
                 return self._rewrite_once(scope, note_id, rewrite, change)
             except IdentityMismatch:  # an editor wrote between our read and our swap: read it again
                 continue
-        raise VersionConflict(note_id, self.read_note(scope, note_id).version)
+        raise store.VersionConflict(note_id, self.read_note(scope, note_id).version)
 
     def _rewrite_once(
-        self, scope: WorkspaceScope, note_id: str, rewrite: Rewrite, change: Change
-    ) -> Rewritten:
+        self, scope: WorkspaceScope, note_id: str, rewrite: store.Rewrite, change: Change
+    ) -> store.Rewritten:
         root, workspace = scope.root, str(scope.workspace)
         with self.ledger_for(workspace).critical_section() as txn:
             txn.lock_workspace(workspace)
@@ -500,7 +494,7 @@ class FilesNoteStore:
             before = self.read_note(scope, note_id)
             data = rewrite(before)
             if data == before.data:
-                return Rewritten(before, before, None)
+                return store.Rewritten(before, before, None)
             saved = self.history.record(
                 txn,
                 workspace,
@@ -517,14 +511,14 @@ class FilesNoteStore:
             pruned = self.history.prune(txn, workspace, note_id)
             identity = root.replace_note(note_id, data, expected=before.note.identity.as_file())
             txn.on_rollback(lambda: root.replace_note(note_id, before.data, expected=identity))
-            after = NoteContent(
+            after = store.NoteContent(
                 Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data
             )
             effect = NoteEffect(note_id, "rewritten", None, before.version, after.version, _state(identity))
             self.changes.record(txn, workspace, change, [effect])
             fault_point("write_uncommitted")
         self._purge_saved(root, pruned)
-        return Rewritten(before, after, saved)
+        return store.Rewritten(before, after, saved)
 
     def note_history(self, scope: WorkspaceScope, note_id: str) -> list[HistoryEntry]:
         with self.ledger_for(str(scope.workspace)).snapshot() as db:
@@ -572,9 +566,9 @@ class FilesNoteStore:
         change: Change,
         relink: bool = False,
         dry_run: bool = False,
-        progress: ProgressSink | None = None,
+        progress: store.ProgressSink | None = None,
         relink_attachments: bool = False,
-    ) -> Moved:
+    ) -> store.Moved:
         root, workspace = scope.root, str(scope.workspace)
         _inside(scope, note_id), _inside(scope, new_id)
         if dry_run:
@@ -583,8 +577,8 @@ class FilesNoteStore:
             planned = self._plan_move(scope, note_id, new_id, relink_attachments) if relink else []
             head, _ = root.read_head(note_id, TITLE_SCAN_BYTES)
             note = Note(note_id, extract_title(head, note_id), NoteIdentity.of_file(entry.identity))
-            return Moved(note, tuple(Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
-        relinked: list[Relinked] = []
+            return store.Moved(note, tuple(store.Relinked(p.after_id, tuple(p.rewrites)) for p in planned))
+        relinked: list[store.Relinked] = []
         effects: list[NoteEffect] = []
         pruned: list[str] = []
         root.require_in_place()
@@ -600,7 +594,7 @@ class FilesNoteStore:
                 journal = self._start_move_journal(txn, root, workspace, note_id, new_id, planned)
                 started = journal
                 txn.on_rollback(lambda: self._undo_move(root, started))
-                why = relink_change(change, note_id, new_id)
+                why = store.relink_change(change, note_id, new_id)
                 for done, (step, planned_note) in enumerate(zip(journal["notes"], planned, strict=True), 1):
                     rewritten = self._relink_note(txn, scope, journal, step, planned_note, why)
                     if rewritten is not None:
@@ -633,7 +627,7 @@ class FilesNoteStore:
         self._purge_saved(root, pruned)
         self.index.note_changed(workspace, root, note_id, new_id)
         head, _ = root.read_head(new_id, TITLE_SCAN_BYTES)
-        return Moved(
+        return store.Moved(
             Note(new_id, extract_title(head, new_id), NoteIdentity.of_file(identity)), tuple(relinked)
         )
 
@@ -657,7 +651,7 @@ class FilesNoteStore:
                 found = _relinked(current, moved_from, moved_to, vault)
                 if found is not None:
                     planned.append(found)
-        refuse_unwritable_links(scope.whole_workspace(), [p.note_id for p in planned], moved_from)
+        store.refuse_unwritable_links(scope.whole_workspace(), [p.note_id for p in planned], moved_from)
         return planned
 
     def _start_move_journal(
@@ -699,13 +693,13 @@ class FilesNoteStore:
         step: dict[str, Any],
         planned: _Planned,
         change: Change,
-    ) -> tuple[Relinked, NoteEffect] | None:
+    ) -> tuple[store.Relinked, NoteEffect] | None:
         """Swap one note's rewritten content in, its old content saved; on another writer's change,
         plan it again on what that writer left (the journal first says so). What it did, for the
         move's answer and for its record."""
         root, workspace = scope.root, str(scope.workspace)
         whole = scope.whole_workspace()
-        for attempt in range(MERGE_ATTEMPTS):
+        for attempt in range(store.MERGE_ATTEMPTS):
             if attempt:
                 current = self.read_note(whole, planned.note_id)
                 with self.index.vault(workspace, root) as vault:
@@ -749,8 +743,8 @@ class FilesNoteStore:
             effect = NoteEffect(
                 planned.after_id, "relinked", None, before.version, step["new"], _state(identity)
             )
-            return Relinked(planned.after_id, tuple(planned.rewrites), saved), effect
-        raise VersionConflict(planned.note_id, self.read_note(whole, planned.note_id).version)
+            return store.Relinked(planned.after_id, tuple(planned.rewrites), saved), effect
+        raise store.VersionConflict(planned.note_id, self.read_note(whole, planned.note_id).version)
 
     def _settle_move(self, txn: LedgerTxn, root: WorkspaceRoot, workspace: str) -> int:
         """Finish or undo the move a crash left half done (module docstring); 1 when there was one.
@@ -819,7 +813,7 @@ class FilesNoteStore:
                 root.purge_history_entry(step["saved"])
         root.remove_record(MOVE_JOURNAL_NAME)
 
-    def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[TrashedNote]:
+    def list_trash(self, txn: LedgerTxn, scope: WorkspaceScope) -> list[store.TrashedNote]:
         entries = []
         for trash_id, note_id, title, deleted_at in txn.execute(
             "SELECT trash_id, note_id, title, deleted_at FROM trash WHERE workspace = ? "
@@ -832,7 +826,7 @@ class FilesNoteStore:
             if identity is None:
                 continue  # purged but not yet committed, or removed by hand: recovery drops the row
             entries.append(
-                TrashedNote(
+                store.TrashedNote(
                     trash_id, note_id, title, deleted_at, identity.size, NoteIdentity.of_file(identity)
                 )
             )
@@ -883,10 +877,10 @@ class FilesNoteStore:
         self,
         txn: LedgerTxn,
         scope: WorkspaceScope,
-        entries: Sequence[TrashedNote],
+        entries: Sequence[store.TrashedNote],
         *,
         change: Change,
-        progress: ProgressSink | None = None,
+        progress: store.ProgressSink | None = None,
     ) -> int:
         root = scope.root
         root.require_in_place()
@@ -920,7 +914,7 @@ class FilesNoteStore:
 
     def move_to_trash(
         self, txn: LedgerTxn, scope: WorkspaceScope, candidates: Sequence[Note], *, change: Change
-    ) -> list[TrashedNote]:
+    ) -> list[store.TrashedNote]:
         for candidate in candidates:  # each in the scope's reach now, as the SQL store checks it
             scope.check(candidate.id)
         scope.root.require_in_place()
@@ -935,7 +929,7 @@ class FilesNoteStore:
 
     def _trash_one(
         self, txn: LedgerTxn, scope: WorkspaceScope, candidate: Note, trash: HeldDir, change: Change
-    ) -> TrashedNote:
+    ) -> store.TrashedNote:
         try:
             return self._trash(txn, scope, candidate, trash, change)
         except NoteMissing:
@@ -950,7 +944,7 @@ class FilesNoteStore:
         candidate: Note,
         trash: HeldDir,
         change: Change,
-    ) -> TrashedNote:
+    ) -> store.TrashedNote:
         root = scope.root
         workspace = str(scope.workspace)
         ledger_id = txn.identity.ledger_id
@@ -1002,7 +996,7 @@ class FilesNoteStore:
             ),
         )
         self.history.to_trash(txn, workspace, candidate.id, trash_id)
-        return TrashedNote(
+        return store.TrashedNote(
             trash_id=trash_id,
             note_id=candidate.id,
             title=candidate.title,

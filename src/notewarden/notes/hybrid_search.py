@@ -2,10 +2,13 @@
 notes further down the words' ranking.
 
 Rule 1 (the head): the first hits are the fusion of the store's `DEPTH` best notes with every word,
-when there are no more than `DEPTH` of those its `DEPTH` best with some of them (ranking every note
-that has one common word costs O(notes) in every store), and, with a model, the `DEPTH` notes
+when there are no more than `DEPTH` of those its `DEPTH` best with some of them, and, with a model,
+the `DEPTH` notes
 closest in meaning (after `embed_pending`, so vectors are current; its progress follows the
 index's in one growing count, `store.phased`). Filters and the caller's reach apply to all of them.
+With a model, "some of them" is ranked within the work budget of `ranking` Rule 4 (`match="rarer"`:
+past it, by the rarer words only, meaning carrying what the common words would bring); without
+one, words are all a search has, and every note with some of them is ranked, as before issue 25.
 
 Rule 2 (the tail): after the head, pages go on down the words' ranking from where the head's
 candidates stopped (every word, then some), leaving out the notes the head showed. A page's cursor
@@ -94,9 +97,10 @@ def search_page(
         )
 
     indexing, embedding = phased(progress)
+    some_match: SearchMatch = "any" if embedder is None or question is None else "rarer"
     every = store.search(scope, terms, after=None, limit=DEPTH + 1, progress=indexing, filters=filters)
     some = (  # as before issue 25, notes with some of the words only when too few have them all
-        store.search(scope, terms, after=None, limit=DEPTH + 1, match="any", filters=filters)
+        store.search(scope, terms, after=None, limit=DEPTH + 1, match=some_match, filters=filters)
         if len(terms) > 1 and len(every) <= DEPTH
         else []
     )
@@ -122,7 +126,7 @@ def search_page(
                 break
     tails: list[tuple[int, Sequence[SearchHit], SearchMatch]] = [
         (EVERY_WORD, every, "all"),
-        (SOME_WORDS, some, "any"),
+        (SOME_WORDS, some, some_match),
     ]
     for tail_phase, found, match in tails:
         if len(shown) > limit or phase > tail_phase or len(found) <= DEPTH:

@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import Any
 
 from notewarden.notes import health as checks
+from notewarden.notes import store_kit
 from notewarden.notes.index_refresh import (
     INDEX_BODY_BYTES,
     NOTE_COLUMNS,
@@ -61,14 +62,6 @@ from notewarden.notes.store import (
     SearchMatch,
     TagCount,
     within_regions,
-)
-from notewarden.notes.store_kit import (
-    AnchorFacts,
-    AnchorMemo,
-    MemoLookup,
-    fts_phrase,
-    fts_query,
-    with_time_and_folder,
 )
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.fsroot import FileIdentity, WorkspaceRoot
@@ -120,15 +113,15 @@ def _filter_sql(filters: NoteFilter | None) -> tuple[str, list[Any]]:
         clause, values = _property_sql(test)
         clauses.append(clause)
         params += values
-    return with_time_and_folder(filters, clauses, params, modified="n.mtime_ns", note_id="n.id")
+    return store_kit.with_time_and_folder(filters, clauses, params, modified="n.mtime_ns", note_id="n.id")
 
 
-_PARSED_ANCHORS: dict[tuple[str, int, int, int, int], AnchorFacts] = {}
+_PARSED_ANCHORS: dict[tuple[str, int, int, int, int], store_kit.AnchorFacts] = {}
 """A target's headings and block ids by (note id, dev, ino, size, mtime_ns): a version of a file."""
 _ANCHORS_KEPT = 4096
 
 
-class _Anchors(AnchorMemo):
+class _Anchors(store_kit.AnchorMemo):
     """The headings and block ids of link targets, read when a link's anchor is shown (the index
     does not keep headings: `index_refresh` Rule 6's build skips the block parse where it can).
 
@@ -143,7 +136,7 @@ class _Anchors(AnchorMemo):
         self._root = root
         self._regions = None if "" in regions else tuple(f"{r}/" for r in regions)
 
-    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> AnchorFacts | None:
+    def _facts(self, target: str, identity: tuple[int, int, int, int] | None) -> store_kit.AnchorFacts | None:
         if self._regions is not None and not target.startswith(self._regions):
             return None
         key = (target, *identity) if identity is not None else None
@@ -170,7 +163,7 @@ def _link_view(
     return LinkView(source, title, line, written, context, bool(embed), path, anchor, target, via, found)
 
 
-class _AttachmentFiles(MemoLookup):
+class _AttachmentFiles(store_kit.MemoLookup):
     """`links.VaultLookup` over the attachments table (Rule 4) in `regions`, under the index's lock."""
 
     def __init__(self, index: NoteIndex, workspace: str, regions: Sequence[str]) -> None:
@@ -222,7 +215,8 @@ class NoteIndex(IndexRefresh):
         filters: NoteFilter | None = None,
     ) -> list[IndexedNote]:
         """Notes matching every term (by word prefix, stemmed) in title, path or body, or with
-        `match="any"` some but not all, best first: bm25 with the title weighted 10 and the path 2;
+        `match="any"` some but not all (`"rarer"`: within `ranking` Rule 4's budget), best first: bm25 with the
+        title weighted 10 and the path 2;
         ties by id; each with its snippet (`notes.snippets`) and aliases. Without terms: the notes
         passing `filters`, newest first (Rule 3). `after` is the (score, id) of the last note of the
         previous page."""
@@ -235,7 +229,7 @@ class NoteIndex(IndexRefresh):
             "FROM notes_text CROSS JOIN notes n ON n.rowid = notes_text.rowid "
             f"WHERE notes_text MATCH ? AND n.workspace = ?{within}{kept}"
         )
-        params: list[Any] = [fts_query(terms, match), workspace, *bounds, *kept_params]
+        params: list[Any] = [None, workspace, *bounds, *kept_params]
         if after is not None:
             sql = f"SELECT * FROM ({sql}) WHERE score > ? OR (score = ? AND id > ?)"
             params += [after[0], after[0], after[1]]
@@ -243,6 +237,13 @@ class NoteIndex(IndexRefresh):
         params.append(limit)
 
         def run() -> list[IndexedNote]:
+            params[0] = (
+                store_kit.fts_query(terms, match)
+                if match != "rarer"
+                else store_kit.fts_some_query(self._db.execute, "notes_text", terms)
+            )
+            if params[0] is None:
+                return []
             return [IndexedNote.of(r, score=r[7], rowid=r[8]) for r in self._db.execute(sql, params)]
 
         rows = self._checked(workspace, root, run, progress)
@@ -741,7 +742,7 @@ class NoteIndex(IndexRefresh):
             f"SELECT {NOTE_COLUMNS} FROM notes_titles CROSS JOIN notes n ON n.rowid = notes_titles.rowid "
             f"WHERE notes_titles MATCH ? AND n.workspace = ?{within} ORDER BY n.id LIMIT 500"
         )
-        params = [f"title : ({' OR '.join(fts_phrase(w) for w in words)})", workspace, *bounds]
+        params = [f"title : ({' OR '.join(store_kit.fts_phrase(w) for w in words)})", workspace, *bounds]
 
         def run() -> list[IndexedNote]:
             rows = (IndexedNote.of(r) for r in self._db.execute(sql, params))
@@ -797,7 +798,7 @@ class NoteIndex(IndexRefresh):
                 f"ON n.rowid = notes_titles.rowid WHERE notes_titles MATCH ? AND n.workspace = ?{within} "
                 "ORDER BY n.id"
             )
-            params: list[Any] = [" AND ".join(fts_phrase(w) for w in long), workspace, *bounds]
+            params: list[Any] = [" AND ".join(store_kit.fts_phrase(w) for w in long), workspace, *bounds]
         else:
             sql = f"SELECT {NOTE_COLUMNS}, {aliases} FROM notes n WHERE n.workspace = ?{within} ORDER BY n.id"
             params = [workspace, *bounds]

@@ -25,6 +25,18 @@ model).
 
 Rule 3 (what found it): a hit says whether words (it is in `every` or `some`), meaning (in `meaning`)
 or both found it; `allWords` is true only for a note with every word.
+
+Rule 4 (a work budget for `some`): ranking every note that has one of the question's words costs
+O(notes) in every store, and a common word is in a share of all notes. So in a search with meaning
+(`match="rarer"`), when more than `SOME_BUDGET` notes have some of the terms, the store ranks `some`
+by the rarest terms only, those
+whose numbers of notes add up to at most `SOME_BUDGET` (`budgeted`; none when even the rarest has
+more): a note with only commoner words is left to `every` and `meaning`, as a search engine leaves
+its commonest words to the notes that have the others. The numbers are the full-text index's own
+(SQLite: a count of the term's matches, stopped past the budget; PostgreSQL: the planner's
+statistics, `notes.sql` Rule 2). Where fewer notes than the budget have some of the terms (any
+smaller workspace), `some` is as without it. A search by words alone (no model) ranks every note with
+some of the terms (`match="any"`): nothing else would find a note whose words are all common.
 """
 
 from __future__ import annotations
@@ -38,10 +50,22 @@ from notewarden.notes.derived import stemmed_words
 from notewarden.notes.model import Note
 from notewarden.notes.store import SearchHit
 
-__all__ = ["WEIGHTS", "Candidate", "Fused", "K", "fuse", "name_match", "term_stems"]
+__all__ = [
+    "SOME_BUDGET",
+    "WEIGHTS",
+    "Candidate",
+    "Fused",
+    "K",
+    "budgeted",
+    "fuse",
+    "name_match",
+    "term_stems",
+]
 
 K = 5
 WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0, "meaning": 1.5}
+SOME_BUDGET = 1_000
+"""Rule 4: at most about this many notes are ranked for `some` (docs/performance.md, "Search by meaning")."""
 
 FoundBy = Literal["words", "meaning", "both"]
 
@@ -73,6 +97,19 @@ class Fused:
 @lru_cache(maxsize=16384)
 def _name_stems(name: str) -> list[str]:
     return stemmed_words(name)
+
+
+def budgeted(terms: Sequence[str], counts: Sequence[float], budget: int = SOME_BUDGET) -> list[str]:
+    """Rule 4: the rarest of `terms` (`counts`: each one's number of notes) whose counts add up to at
+    most `budget`, in the order of `terms`."""
+    kept: set[int] = set()
+    spent = 0.0
+    for i in sorted(range(len(terms)), key=lambda i: counts[i]):
+        spent += counts[i]
+        if spent > budget:
+            break
+        kept.add(i)
+    return [t for i, t in enumerate(terms) if i in kept]
 
 
 def term_stems(terms: Sequence[str]) -> list[list[str]]:

@@ -31,18 +31,29 @@ tests/storage/test_sql_plans.py runs EXPLAIN on each at 10,000 notes. PostgreSQL
 query term by how rare it is (log(1 + 1/share), its share of notes from the planner's statistics of
 the `search` column: no query counts anything), as bm25 does in the other stores (issue 25: without
 it, a note with a common word outranked the one with the rare word asked for, and the stores gave
-other answers).
+other answers). Notes with some of the words are ranked within `ranking` Rule 4's budget: SQLite
+counts each word's notes through the FTS index, up to one past the budget; PostgreSQL reads the same
+statistics.
 
 A content write (`rewrite_note`) saves the replaced body as a `note_history` row (`notes.history`)
 in the transaction that updates the note, guarded by the row's version so that a writer outside
 notewarden in between makes it run the rewrite again on that writer's body.
 
-Rule 3 (rows other programs wrote): titles and search words are derived when notewarden writes
-a row (`notes.derived` Rule 1). Before each query of a workspace the store looks up that
-workspace's rows whose derived columns are behind their version (a partial index holds only
-those, so the look-up costs nothing when there are none), derives them in batches, and then
-queries. A row the query returns that fell behind meanwhile sends the query round again. A
-row whose id breaks the path rules is derived with no title and is never listed.
+Rule 3 (rows other programs wrote, and large notes): titles and search words are derived when
+notewarden writes a row (`notes.derived` Rule 1), except a content write whose body before or
+after is `INDEX_LATER_BYTES` or more (issue 29): it writes only the body, as another program
+would, so its transaction does not re-parse and re-tokenize the whole note. Before each query of
+a workspace the store looks up that workspace's rows whose derived columns are behind their
+version (a partial index holds only those, so the look-up costs nothing when there are none),
+derives them in batches, and then queries. A row the query returns that fell behind meanwhile
+sends the query round again. So a reader, in this process or another, never sees a large note's
+old words, title, tags or links once its write has returned: its query derives the row first, and
+a read of the row derives its title from the head of the body (`derived.derived_title`). A crash
+leaves the row behind, and the next query derives it. On SQLite the full-text entry of such a row
+waits too: `notes_indexed_later` keeps the title, path and body it was made from, which its
+'delete' needs (`notes.sql_schema` step 5), and deriving the row deletes that entry and indexes
+the row as it is. A row whose id breaks the path rules is derived with no title and is never
+listed.
 
 Rule 4 (what notes know, issue 14): with the derived columns the store writes the note's tags,
 aliases, properties and links into their tables (`notes.sql_schema` step 3), in the same
@@ -80,11 +91,16 @@ scored in the process, not in the database (docs/performance.md measures both): 
 a workspace's vectors in memory (`notes.vectors`) and reads only the rows after the last `seq` it
 saw (the vector writes of a workspace hold its lock, so their seq values commit in order and none
 is skipped by a reader); the notes found are then listed by SQL with the scope and the filters, so none outside the
-caller's reach is ever shown. `vector_models` names the model; another one starts over.
+caller's reach is ever shown. `vector_models` names the model; another one starts over. A pass that
+embedded `SETTLE_AFTER_EMBEDDING` notes or more vacuums and analyzes what it rewrote (PostgreSQL;
+within the statement timeout, else left to autovacuum), as after an import: each embedded row is a
+new row version, and until autovacuum came the next searches read the dead ones
+(docs/performance.md, "Search by meaning").
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import logging
@@ -96,24 +112,28 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from notewarden.faults import fault_point
-from notewarden.ledger import Ledger, LedgerTxn, SqlSession, workspace_lock_key
+from notewarden.ledger import Ledger, LedgerTxn, LedgerUnavailable, SqlSession, workspace_lock_key
 from notewarden.notes import health, links
+from notewarden.notes.attachments import AttachmentVault, no_attachments
 from notewarden.notes.change_log import ChangeLog, NoteEffect, versions_purged
 from notewarden.notes.derived import (
     Derived,
     derive,
+    derived_title,
     gram_token,
     json_escaped,
     search_query,
     search_rank_queries,
     search_vector,
+    stemmed_words,
     title_patterns,
 )
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
+from notewarden.notes.ranking import SOME_BUDGET, budgeted
 from notewarden.notes.snippets import SNIPPET_SCAN_CHARS
-from notewarden.notes.sql_schema import SQL_STORE_SCHEMA
+from notewarden.notes.sql_schema import NOW_NS, SQL_STORE_SCHEMA
 from notewarden.notes.store import (
     FILTER_FIRST_CAP,
     MERGE_ATTEMPTS,
@@ -147,6 +167,7 @@ from notewarden.notes.store_kit import (
     MemoLookup,
     fts_phrase,
     fts_query,
+    fts_some_query,
     new_trash_id,
     prefix_range,
     with_time_and_folder,
@@ -159,6 +180,7 @@ from notewarden.scope.rights import RightMissing
 from notewarden.scope.uri import FileUri
 
 if TYPE_CHECKING:
+    from notewarden.notes.live import ChangeFeed
     from notewarden.notes.vectors import Embedder, VectorIndex, Vectors
 
 __all__ = ["SQL_STORE_SCHEMA", "SqlNoteStore", "derived_values"]
@@ -167,8 +189,13 @@ logger = logging.getLogger(__name__)
 
 DERIVE_BATCH = 500
 """Rows re-derived per transaction (Rule 3)."""
+INDEX_LATER_BYTES = 64 * 1024
+"""A content write whose body before or after is at least this large is derived and indexed by the
+next query of the workspace, not by the write (Rule 3)."""
 EMBED_BATCH = 256
 """Rows embedded per transaction (Rule 7)."""
+SETTLE_AFTER_EMBEDDING = 1_000
+"""Rule 7: a pass that embedded this many notes or more vacuums what it rewrote."""
 _OVERSAMPLE = 4
 """Sections asked of the vector index per hit wanted, so that notes the filters drop can be replaced."""
 _SIMILAR_SCAN = 500
@@ -316,7 +343,9 @@ def _sql(dialect: str) -> dict[str, str]:
         "vector_model_set": "INSERT INTO vector_models (workspace, model) VALUES (?, ?) "
         "ON CONFLICT (workspace) DO UPDATE SET model = excluded.model",
         "vectors_reset": "DELETE FROM note_vectors WHERE workspace = ?",
-        "embedded_reset": "UPDATE notes SET embedded_version = NULL WHERE workspace = ?",
+        # only the rows with vectors: a first model's pass over an import rewrote every row for nothing
+        "embedded_reset": "UPDATE notes SET embedded_version = NULL WHERE workspace = ? "
+        "AND embedded_version IS NOT NULL",
         "vectors_after": "SELECT v.seq, n.path, v.section, v.vector FROM note_vectors v JOIN notes n "
         "ON n.id = v.note_row WHERE v.workspace = ? AND v.seq > ? ORDER BY v.seq LIMIT ?",
         "listed": f"SELECT {columns}, n.front_matter FROM notes n WHERE n.workspace = ? AND n.path IN ({{marks}}) "
@@ -351,9 +380,21 @@ _SQLITE_QUERIES = {
     "modified_ns, ?, ?, ? FROM notes WHERE workspace = ? AND path = ? AND id = ? AND version = ? "
     "RETURNING modified_ns, length(CAST(body AS BLOB))",
     "trash_move_done": "DELETE FROM notes WHERE id = ?",
+    # Rule 3: what `notes_fts` holds for a row whose indexing waits (`notes.sql_schema` step 5), kept
+    # once before its first write; deleting it indexes the row as it is now (a trigger)
+    "index_later": "INSERT INTO notes_indexed_later (note_row, title, path, body) SELECT n.id, n.title, n.path, "
+    "n.body FROM notes n WHERE n.workspace = ? AND n.path = ? AND n.version = ? "
+    "AND NOT EXISTS (SELECT 1 FROM notes_indexed_later l WHERE l.note_row = n.id)",
+    "indexed_now": "DELETE FROM notes_indexed_later WHERE note_row = ?",
+    # the row as the version trigger would leave it, so that it skips its second write of the row
+    "write_later": f"UPDATE notes SET body = ?, version = version + 1, modified_ns = {NOW_NS['sqlite']}, "
+    "last_change = 'modified', previous = NULL WHERE workspace = ? AND path = ? AND version = ? "
+    "RETURNING id, version, modified_ns",
 }
 
 _POSTGRES_QUERIES = {
+    "write_later": "UPDATE notes SET body = ? WHERE workspace = ? AND path = ? AND version = ? "
+    "RETURNING id, version, modified_ns",
     # add_rows: a batch's tags counted once (the trigger skips them), not one update of a hot row per tag
     "tags_counted_later": "SELECT set_config('notewarden.tags_counted_later', ?, true)",
     "tags_count_added": "INSERT INTO tag_counts (workspace, tag, name, notes) SELECT workspace, tag, min(name), "
@@ -368,13 +409,16 @@ _POSTGRES_QUERIES = {
     "titled_grams": f"SELECT {_COLUMNS['postgres']}, n.front_matter FROM notes n WHERE n.workspace = ? "
     "AND n.title IS NOT NULL{within} AND n.title_grams @> ?::text[] AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
-    # {rank}: each term's ts_rank weighted by its rarity, `_pg_rank` (Rule 2)
+    # {rank}: each term's ts_rank weighted by its rarity, `_pg_rank` (Rule 2), over `d.search`: the
+    # row's tsvector read from TOAST once, not once per term (OFFSET 0 keeps it one value)
     "search": f"SELECT {_PAGE_COLUMNS}, left(n.body, {SNIPPET_SCAN_CHARS}), n.front_matter FROM (SELECT * FROM "
     f"(SELECT {_COLUMNS['postgres']}, -({{rank}})::float8 AS score "
-    "FROM notes n, (SELECT ?::tsquery AS query{weights}) q WHERE n.search @@ q.query "
+    "FROM notes n, (SELECT ?::tsquery AS query{weights}) q, "
+    "LATERAL (SELECT n.search || ''::tsvector AS search OFFSET 0) d WHERE n.search @@ q.query "
     "AND n.workspace = ? AND n.title IS NOT NULL{within}) hit WHERE (hit.score, hit.path) > (?, ?) "
     "ORDER BY hit.score, hit.path LIMIT ?) page JOIN notes n ON n.id = page.id ORDER BY page.score, page.path",
-    "lexeme_stats": "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+    "lexeme_stats": "SELECT most_common_elems::text::text[], most_common_elem_freqs, (SELECT reltuples "
+    "FROM pg_class WHERE oid = 'notes'::regclass) FROM pg_stats "
     "WHERE schemaname = current_schema() AND tablename = 'notes' AND attname = 'search'",
     "dirty_many": "INSERT INTO links_dirty (workspace, name_key, note_row) "
     "SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]) ON CONFLICT DO NOTHING",
@@ -420,6 +464,10 @@ _BEFORE_RESOLVING = {
     # the resolution's page and key queries planned with the tables' new sizes, not an empty
     # database's (an import of 100,000 notes: its 200 pages of keys took 18 s before, 0.8 s after)
     "postgres": ["ANALYZE notes", "ANALYZE note_aliases", "ANALYZE note_links"],
+    "sqlite": [],
+}
+_AFTER_EMBEDDING = {  # Rule 7, outside a transaction
+    "postgres": ["VACUUM (ANALYZE) notes", "VACUUM (ANALYZE) note_vectors"],
     "sqlite": [],
 }
 _AFTER_RESOLVING = {
@@ -639,6 +687,17 @@ LEXEME_STATS_SECONDS = 300.0
 """How long PostgreSQL's word frequencies are kept before they are read again (Rule 2)."""
 
 
+def _pg_share(shares: dict[str, float], stem: str) -> float:
+    """A stem's share of notes as a prefix: the sum of the shares of the common stems it starts (0:
+    none); `shares` by stem (`_lexeme_shares`), so those are one run."""
+    lexemes = list(shares)
+    at, total = bisect.bisect_left(lexemes, stem), 0.0
+    while at < len(lexemes) and lexemes[at].startswith(stem):
+        total += shares[lexemes[at]]
+        at += 1
+    return min(1.0, total)
+
+
 def _pg_rank(weights: dict[str, float], floor: float, terms: Sequence[str]) -> tuple[str, str, list[Any]]:
     """Rule 2 on PostgreSQL: the rank expression (each term's `ts_rank`, weighted by how rare the term
     is, as bm25's IDF weighs it in the other stores), the columns of `q` it reads and their parameters. A term's share of notes is
@@ -646,15 +705,26 @@ def _pg_rank(weights: dict[str, float], floor: float, terms: Sequence[str]) -> t
     the sum of the shares of the common stems it is a prefix of, else half the least common share."""
     pairs = search_rank_queries(terms)
     if len(pairs) == 1:  # one term: its weight changes no order
-        return f"ts_rank({_PG_RANK_WEIGHTS}, n.search, q.r0)", ", ?::tsquery AS r0", [pairs[0][1]]
+        return f"ts_rank({_PG_RANK_WEIGHTS}, d.search, q.r0)", ", ?::tsquery AS r0", [pairs[0][1]]
     parts, columns, params = [], [], []
     for i, (finds, ranks) in enumerate(pairs):
         stem = finds.split(":", 1)[0].split("<->")[-1].strip().strip("'")
-        share = min(1.0, sum(f for lexeme, f in weights.items() if lexeme.startswith(stem))) or floor / 2
-        parts.append(f"q.w{i} * ts_rank({_PG_RANK_WEIGHTS}, n.search, q.r{i})")
+        share = _pg_share(weights, stem) or floor / 2
+        parts.append(f"q.w{i} * ts_rank({_PG_RANK_WEIGHTS}, d.search, q.r{i})")
         columns.append(f", ?::float8 AS w{i}, ?::tsquery AS r{i}")
         params += [math.log(1 + (1 - share + 0.5 / _NOTES_FOR_IDF) / (share + 0.5 / _NOTES_FOR_IDF)), ranks]
     return " + ".join(parts), "".join(columns), params
+
+
+def _pg_budgeted(shares: dict[str, float], floor: float, notes: float, terms: Sequence[str]) -> list[str]:
+    """`ranking` Rule 4 on PostgreSQL: each term's number of notes from the planner's statistics (its
+    last word's share, a stem not listed taken as common as the least listed one); all the terms
+    when their numbers add up to the budget or less."""
+    counts = [
+        notes * (_pg_share(shares, words[-1]) or floor) if words else 0.0
+        for words in map(stemmed_words, terms)
+    ]
+    return list(terms) if sum(counts) <= SOME_BUDGET else budgeted(terms, counts)
 
 
 def _filter_exists(filters: NoteFilter | None) -> tuple[str, list[Any]]:
@@ -820,13 +890,21 @@ class SqlNoteStore:
         self._held: dict[tuple[str, str], VectorIndex] = {}
         """Rule 7: each (workspace, model)'s vectors in memory."""
         self._held_lock = threading.Lock()
-        self._lexemes: tuple[float, dict[str, float], float] | None = None
+        self._lexemes: tuple[float, dict[str, float], float, float] | None = None
         self._duplicates = health.DuplicateCache()
         """`notes.health` Rule 4: the duplicate titles of each reach, kept until the workspace's rows change."""
         """Rule 2 (PostgreSQL): when they were read, each common stem's share of notes, the least share."""
 
     def close(self) -> None:
         """Nothing of its own: the ledger owns the connections."""
+
+    def attachment_vault(self, scope: WorkspaceScope) -> AttachmentVault:
+        raise no_attachments(scope)
+
+    def watch_changes(self, feed: ChangeFeed, root_of: Callable[[str], WorkspaceRoot]) -> None:
+        """Rows change by statements, which nothing watches: another instance's changes come through
+        the PostgreSQL ledger's relay (`live` Rule 2)."""
+        return None
 
     # --- reading (Rules 2 and 3) -------------------------------------------------------------
 
@@ -871,15 +949,18 @@ class SqlNoteStore:
                     if txn.execute(
                         sql["derive"], (*derived_values(txn.dialect, path, body, facts), row_id, version)
                     ):
+                        if txn.dialect == "sqlite":
+                            txn.execute(sql["indexed_now"], (row_id,))
                         written.append(_Written(row_id, path, body, facts, path, old_name_key or ""))
                 self._store_facts(txn, workspace, written)
             done += len(batch)
             if done and progress is not None:
-                progress(done, None, f"indexed {done} notes written by another program")
+                progress(done, None, f"indexed {done} notes written by another program or left for later")
             if len(batch) < DERIVE_BATCH:
                 if done:
                     logger.info(
-                        "derived titles and words of rows written by another program", extra={"rows": done}
+                        "derived titles and words of rows written by another program or left for later",
+                        extra={"rows": done},
                     )
                 return
 
@@ -1034,6 +1115,13 @@ class SqlNoteStore:
             after = int(batch[-1][0])
             if progress is not None:
                 progress(done, total, f"embedded {done} of {total} notes ({embedder.name})")
+        if done >= SETTLE_AFTER_EMBEDDING:
+            try:
+                with self._ledger.snapshot() as db:  # autocommit
+                    for statement in _AFTER_EMBEDDING[db.dialect]:
+                        db.execute(statement)
+            except LedgerUnavailable:  # past the statement timeout: autovacuum will come
+                pass
         return done
 
     def _use_model(self, workspace: str, model: str) -> None:
@@ -1223,14 +1311,24 @@ class SqlNoteStore:
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if db.dialect == "sqlite":
+                found = (
+                    fts_query(terms, match)
+                    if match != "rarer"
+                    else fts_some_query(db.execute, "notes_fts", terms)
+                )
+                if found is None:
+                    return []
                 return db.execute(
                     sql["search"].format(within=within + kept),
-                    [fts_query(terms, match), workspace, *bounds, *kept_params, *start, limit],
+                    [found, workspace, *bounds, *kept_params, *start, limit],
                 )
-            query = search_query(terms, match)
+            shares, floor, notes = self._lexeme_shares(db)
+            query = search_query(
+                terms, match, _pg_budgeted(shares, floor, notes, terms) if match == "rarer" else None
+            )
             if query is None:
                 return []
-            rank, weights, rank_params = _pg_rank(*self._lexeme_shares(db), terms)
+            rank, weights, rank_params = _pg_rank(shares, floor, terms)
             return db.execute(
                 sql["search"].format(within=within + kept, rank=rank, weights=weights),
                 [query, *rank_params, workspace, *bounds, *kept_params, *start, limit],
@@ -1247,20 +1345,21 @@ class SqlNoteStore:
             for row in self._query(scope, run, progress)
         ]
 
-    def _lexeme_shares(self, db: SqlSession) -> tuple[dict[str, float], float]:
-        """Rule 2: PostgreSQL's share of notes for each common stem, and the least share listed; read
-        again after `LEXEME_STATS_SECONDS`."""
+    def _lexeme_shares(self, db: SqlSession) -> tuple[dict[str, float], float, float]:
+        """Rule 2: PostgreSQL's share of notes for each common stem, the least share listed and the
+        table's number of rows (0 before the first ANALYZE); read again after `LEXEME_STATS_SECONDS`."""
         now = time.monotonic()
         if self._lexemes is None or now - self._lexemes[0] > LEXEME_STATS_SECONDS:
             rows = db.execute(_STATEMENTS["postgres"]["lexeme_stats"])
             shares: dict[str, float] = {}
-            floor = 1.0
+            floor, notes = 1.0, 0.0
             if rows and rows[0][0]:
                 lexemes, freqs = rows[0][0], rows[0][1]
-                shares = {str(w): float(f) for w, f in zip(lexemes, freqs, strict=False)}
+                shares = dict(sorted((str(w), float(f)) for w, f in zip(lexemes, freqs, strict=False)))
                 floor = float(freqs[len(lexemes)]) if len(freqs) > len(lexemes) else min(shares.values())
-            self._lexemes = (now, shares, floor)
-        return self._lexemes[1], self._lexemes[2]
+                notes = max(0.0, float(rows[0][2] or 0))
+            self._lexemes = (now, shares, floor, notes)
+        return self._lexemes[1], self._lexemes[2], self._lexemes[3]
 
     def _filtered(
         self,
@@ -1565,8 +1664,8 @@ class SqlNoteStore:
             raise NoteMissing(f"note {note_id!r} does not exist in {scope.uri}")
         body, *listed = rows[0]
         note = _note(listed)
-        if not listed[6] or note.title is None:  # written by another program since (Rule 3)
-            note = Note(note.id, derive(note_id, body).title, note.identity)
+        if not listed[6] or note.title is None:  # written since by another program, or large (Rule 3)
+            note = Note(note.id, derived_title(note_id, body), note.identity)
         return NoteContent(note, body.encode())
 
     # --- writing -----------------------------------------------------------------------------
@@ -1634,7 +1733,8 @@ class SqlNoteStore:
     ) -> Rewritten:
         """Write `rewrite(current)` (and move it to `new_id`), saving the replaced content in history.
         The UPDATE is guarded by the row's version: another program's write in between makes it read
-        the row again and rewrite that (at most `MERGE_ATTEMPTS` times, then `VersionConflict`)."""
+        the row again and rewrite that (at most `MERGE_ATTEMPTS` times, then `VersionConflict`). A
+        large body that stays where it is is written alone, derived by the next query (Rule 3)."""
         workspace, target = str(scope.workspace), new_id or note_id
         sql = _STATEMENTS[txn.dialect]
         for _ in range(MERGE_ATTEMPTS):
@@ -1643,24 +1743,39 @@ class SqlNoteStore:
             if data == before.data and target == note_id:
                 return Rewritten(before, before, None)
             body = _text(data)
-            facts = derive(target, body)
             _, version = before.note.identity.key
-            written = txn.execute(
-                sql["write"],
-                (
-                    target,
-                    body,
-                    *derived_values(txn.dialect, target, body, facts),
-                    workspace,
-                    note_id,
-                    version,
-                ),
-            )
-            if not written:
-                continue  # a writer outside notewarden: read it again
-            row_id = int(written[0][0])
-            name = links.name_key(note_id)
-            self._store_facts(txn, workspace, [_Written(row_id, target, body, facts, note_id, name)])
+            if target == note_id and max(len(before.data), len(data)) >= INDEX_LATER_BYTES:
+                # Rule 3: derived and indexed by the next query of the workspace, not in this transaction
+                title = derived_title(target, body)
+                if txn.dialect == "sqlite":
+                    txn.execute(sql["index_later"], (workspace, note_id, version))
+                written = txn.execute(sql["write_later"], (body, workspace, note_id, version))
+                if not written:
+                    continue  # a writer outside notewarden: read it again
+                identity = written[0]  # final: it sets what the version trigger would (sql_schema step 5)
+            else:
+                facts = derive(target, body)
+                title = facts.title
+                written = txn.execute(
+                    sql["write"],
+                    (
+                        target,
+                        body,
+                        *derived_values(txn.dialect, target, body, facts),
+                        workspace,
+                        note_id,
+                        version,
+                    ),
+                )
+                if not written:
+                    continue  # a writer outside notewarden: read it again
+                row_id = int(written[0][0])
+                if txn.dialect == "sqlite":
+                    txn.execute(sql["indexed_now"], (row_id,))
+                name = links.name_key(note_id)
+                self._store_facts(txn, workspace, [_Written(row_id, target, body, facts, note_id, name)])
+                # as the trigger left it (SQLite's RETURNING shows the row before its AFTER trigger)
+                (identity,) = txn.execute(sql["identity"], (workspace, target))
             saved = None
             if data != before.data:
                 saved = self.history.record(
@@ -1673,9 +1788,8 @@ class SqlNoteStore:
                     body=before.data.decode(),
                 )
                 self.history.prune(txn, workspace, note_id)
-            ((row_id, version, modified_ns),) = txn.execute(sql["identity"], (workspace, target))  # as the
-            # trigger left it (SQLite's RETURNING shows the row before its AFTER trigger)
-            after = Note(target, facts.title, _identity(row_id, version, modified_ns, len(data)))
+            row_id, version, modified_ns = identity
+            after = Note(target, title, _identity(row_id, version, modified_ns, len(data)))
             return Rewritten(before, NoteContent(after, data), saved)
         raise VersionConflict(note_id, self._read(txn, scope, note_id).version)
 

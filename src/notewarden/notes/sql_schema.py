@@ -62,13 +62,30 @@ Step 4 (issue 25: the same answers on every store, and what notes mean):
   it saw; removed with their note by `notes_forget_facts`. `embedded_version` says which version
   of the note they describe (PostgreSQL: the generated `unembedded`, for the planner, as `stale`);
   `vector_models` which model computed a workspace's vectors (another model: all computed again).
+
+Step 5 (issue 29: a large note's indexing waits for the next query, `notes.sql` Rule 3):
+* SQLite: `notes_indexed_later (note_row, title, path, body)` holds, for a row whose full-text
+  entry waits, the values that entry was made from; `notes_fts` always holds, for each row, the
+  values of its `notes_indexed_later` row if it has one, else its own. The triggers keep that true
+  whoever writes: an update of a row that has one leaves `notes_fts` alone (an update that changes
+  none of title, path and body too: nothing to re-tokenize), a delete of the note removes the entry
+  made from the kept values, and deleting the kept row (a trigger) removes that entry and indexes
+  the note as it is now. FTS5's 'delete' must be given the exact values it indexed (SQLite 3.40 has
+  no `contentless_delete`), so they are kept, once, when the first large write leaves the row behind.
+  While a row waits, `notes_fts`'s `integrity-check` against the content fails for it, by design.
+* SQLite: the version trigger skips its second write of the row when the statement already set
+  what it would (version + 1, the database's clock, `last_change`, `previous`), as a large write does:
+  that second write would copy the whole body again. Any other writer gets the trigger as before.
+* PostgreSQL: nothing changes (its `search` vector is a derived column, behind with the others
+  while the row is stale, and its version trigger runs before the write); the step only says so on
+  the column.
 """
 
 from __future__ import annotations
 
 from notewarden.schema import SchemaComponent
 
-__all__ = ["SQL_STORE_SCHEMA"]
+__all__ = ["NOW_NS", "SQL_STORE_SCHEMA"]
 
 _SQLITE_SEED = """
         CREATE TABLE notes (
@@ -213,10 +230,11 @@ _POSTGRES_SEARCH = """
     CREATE INDEX notes_front_matter ON notes USING gin (front_matter jsonb_path_ops) WITH (gin_pending_list_limit = 256);
 """
 
-_NOW_NS = {
+NOW_NS = {
     "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)",
     "postgres": "(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint",
 }
+"""The database's clock in nanoseconds, as the version trigger stamps `modified_ns`."""
 GONE_KEPT_DAYS = 90
 """How long `notes_gone` remembers a note that went (`recent`)."""
 
@@ -232,7 +250,7 @@ _SQLITE_KNOWLEDGE = f"""
     DROP TRIGGER notes_new_version;
     CREATE TRIGGER notes_new_version AFTER UPDATE OF workspace, path, body ON notes
     BEGIN
-        UPDATE notes SET version = OLD.version + 1, modified_ns = {_NOW_NS["sqlite"]},
+        UPDATE notes SET version = OLD.version + 1, modified_ns = {NOW_NS["sqlite"]},
             last_change = CASE WHEN NEW.path IS OLD.path THEN 'modified' ELSE 'moved' END,
             previous = CASE WHEN NEW.path IS OLD.path THEN NULL ELSE OLD.path END
         WHERE id = NEW.id;
@@ -291,9 +309,9 @@ _SQLITE_KNOWLEDGE = f"""
         DELETE FROM note_links WHERE note_row = OLD.id;
         DELETE FROM note_properties WHERE note_row = OLD.id;
         INSERT OR REPLACE INTO notes_gone (workspace, path, title, gone_ns)
-            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["sqlite"]});
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {NOW_NS["sqlite"]});
         DELETE FROM notes_gone WHERE workspace = OLD.workspace
-            AND gone_ns < {_NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
+            AND gone_ns < {NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
     END;
     CREATE TRIGGER notes_back AFTER INSERT ON notes BEGIN
         DELETE FROM notes_gone WHERE workspace = NEW.workspace AND path = NEW.path;
@@ -315,7 +333,7 @@ _POSTGRES_KNOWLEDGE = f"""
     CREATE OR REPLACE FUNCTION notes_new_version() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         NEW.version := OLD.version + 1;
-        NEW.modified_ns := {_NOW_NS["postgres"]};
+        NEW.modified_ns := {NOW_NS["postgres"]};
         IF NEW.path IS DISTINCT FROM OLD.path THEN
             NEW.last_change := 'moved';
             NEW.previous := OLD.path;
@@ -393,10 +411,10 @@ _POSTGRES_KNOWLEDGE = f"""
         DELETE FROM note_links WHERE note_row = OLD.id;
         DELETE FROM note_properties WHERE note_row = OLD.id;
         INSERT INTO notes_gone (workspace, path, title, gone_ns)
-            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["postgres"]})
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {NOW_NS["postgres"]})
             ON CONFLICT (workspace, path) DO UPDATE SET title = excluded.title, gone_ns = excluded.gone_ns;
         DELETE FROM notes_gone WHERE workspace = OLD.workspace
-            AND gone_ns < {_NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
+            AND gone_ns < {NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
         RETURN OLD;
     END $$;
     CREATE TRIGGER notes_forget_facts AFTER DELETE ON notes FOR EACH ROW EXECUTE FUNCTION notes_forget_facts();
@@ -419,9 +437,9 @@ _SQLITE_FORGET_FACTS = f"""
         DELETE FROM note_properties WHERE note_row = OLD.id;
         DELETE FROM note_vectors WHERE note_row = OLD.id;
         INSERT OR REPLACE INTO notes_gone (workspace, path, title, gone_ns)
-            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["sqlite"]});
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {NOW_NS["sqlite"]});
         DELETE FROM notes_gone WHERE workspace = OLD.workspace
-            AND gone_ns < {_NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
+            AND gone_ns < {NOW_NS["sqlite"]} - {GONE_KEPT_DAYS} * 86400000000000;
     END;
 """
 
@@ -474,12 +492,60 @@ _POSTGRES_MEANING = f"""
         DELETE FROM note_properties WHERE note_row = OLD.id;
         DELETE FROM note_vectors WHERE note_row = OLD.id;
         INSERT INTO notes_gone (workspace, path, title, gone_ns)
-            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {_NOW_NS["postgres"]})
+            VALUES (OLD.workspace, OLD.path, coalesce(OLD.title, OLD.path), {NOW_NS["postgres"]})
             ON CONFLICT (workspace, path) DO UPDATE SET title = excluded.title, gone_ns = excluded.gone_ns;
         DELETE FROM notes_gone WHERE workspace = OLD.workspace
-            AND gone_ns < {_NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
+            AND gone_ns < {NOW_NS["postgres"]} - {GONE_KEPT_DAYS}::bigint * 86400000000000;
         RETURN OLD;
     END $$;
+"""
+
+_SQLITE_INDEXED_LATER = f"""
+    DROP TRIGGER notes_new_version;
+    CREATE TRIGGER notes_new_version AFTER UPDATE OF workspace, path, body ON notes
+    WHEN NOT (NEW.version IS OLD.version + 1 AND NEW.modified_ns IS {NOW_NS["sqlite"]}
+        AND NEW.last_change IS CASE WHEN NEW.path IS OLD.path THEN 'modified' ELSE 'moved' END
+        AND NEW.previous IS CASE WHEN NEW.path IS OLD.path THEN NULL ELSE OLD.path END)
+    BEGIN
+        UPDATE notes SET version = OLD.version + 1, modified_ns = {NOW_NS["sqlite"]},
+            last_change = CASE WHEN NEW.path IS OLD.path THEN 'modified' ELSE 'moved' END,
+            previous = CASE WHEN NEW.path IS OLD.path THEN NULL ELSE OLD.path END
+        WHERE id = NEW.id;
+    END;
+    CREATE TABLE notes_indexed_later (
+        note_row INTEGER PRIMARY KEY, title TEXT, path TEXT NOT NULL, body TEXT NOT NULL
+    );
+    CREATE TRIGGER notes_indexed_now AFTER DELETE ON notes_indexed_later BEGIN
+        INSERT INTO notes_fts (notes_fts, rowid, title, path, body)
+            VALUES ('delete', OLD.note_row, OLD.title, OLD.path, OLD.body);
+        INSERT INTO notes_fts (rowid, title, path, body)
+            SELECT id, title, path, body FROM notes WHERE id = OLD.note_row;
+    END;
+    DROP TRIGGER notes_fts_delete;
+    CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+        INSERT INTO notes_fts (notes_fts, rowid, title, path, body)
+            SELECT 'delete', OLD.id, OLD.title, OLD.path, OLD.body
+            WHERE NOT EXISTS (SELECT 1 FROM notes_indexed_later WHERE note_row = OLD.id);
+        DELETE FROM notes_indexed_later WHERE note_row = OLD.id;
+        INSERT INTO notes_title_fts (notes_title_fts, rowid, title_keys)
+            VALUES ('delete', OLD.id, OLD.title_keys);
+        INSERT INTO notes_gram_fts (notes_gram_fts, rowid, title_grams)
+            VALUES ('delete', OLD.id, OLD.title_grams);
+    END;
+    DROP TRIGGER notes_fts_update;
+    CREATE TRIGGER notes_fts_update AFTER UPDATE OF title, path, body ON notes
+    WHEN (NEW.title IS NOT OLD.title OR NEW.path IS NOT OLD.path OR NEW.body IS NOT OLD.body)
+        AND NOT EXISTS (SELECT 1 FROM notes_indexed_later WHERE note_row = NEW.id)
+    BEGIN
+        INSERT INTO notes_fts (notes_fts, rowid, title, path, body)
+            VALUES ('delete', OLD.id, OLD.title, OLD.path, OLD.body);
+        INSERT INTO notes_fts (rowid, title, path, body) VALUES (NEW.id, NEW.title, NEW.path, NEW.body);
+    END;
+"""
+
+_POSTGRES_INDEXED_LATER = """
+    COMMENT ON COLUMN notes.search IS
+        'derived by notewarden (notes.derived Rule 4); behind with the other derived columns while stale';
 """
 
 SQL_STORE_SCHEMA = SchemaComponent(
@@ -497,6 +563,12 @@ SQL_STORE_SCHEMA = SchemaComponent(
         "note_vectors",
         "vector_models",
     ),
-    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH, _SQLITE_KNOWLEDGE, _SQLITE_MEANING),
-    postgres=(_POSTGRES_SEED, _POSTGRES_SEARCH, _POSTGRES_KNOWLEDGE, _POSTGRES_MEANING),
+    sqlite=(_SQLITE_SEED, _SQLITE_SEARCH, _SQLITE_KNOWLEDGE, _SQLITE_MEANING, _SQLITE_INDEXED_LATER),
+    postgres=(
+        _POSTGRES_SEED,
+        _POSTGRES_SEARCH,
+        _POSTGRES_KNOWLEDGE,
+        _POSTGRES_MEANING,
+        _POSTGRES_INDEXED_LATER,
+    ),
 )

@@ -25,6 +25,10 @@ in the note's history (`notes.history`) and resolves a concurrent writer by call
 again on the content that writer left (so an edit anchored on content merges, and one that
 expects a version conflicts). A caller that rewrites notes (an edit, a revert, a move that fixes
 links) passes a function from the current content to the new bytes and a `history.Change`.
+
+What differs between stores is answered by the store, never by a caller testing its type: whether
+its workspaces have attachments (`attachment_vault`) and whether it sees changes made outside
+notewarden as they happen (`watch_changes`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from notewarden.scope.rights import Right, RightMissing
 from notewarden.scope.uri import FileUri
 
 if TYPE_CHECKING:
+    from notewarden.notes.attachments import AttachmentVault
+    from notewarden.notes.live import ChangeFeed, Drain
     from notewarden.notes.vectors import Embedder, Vectors
 
 __all__ = [
@@ -167,8 +173,9 @@ class MeaningHit:
     aliases: tuple[str, ...] = ()
 
 
-SearchMatch = Literal["all", "any"]
-"""`all`: every term (the strict match); `any`: some but not all terms (the ranked fallback)."""
+SearchMatch = Literal["all", "any", "rarer"]
+"""`all`: every term (the strict match); `any`: some but not all terms (the ranked fallback);
+`rarer`: as `any`, ranked within the work budget of `ranking` Rule 4 (what a search with meaning asks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,6 +487,18 @@ class NoteStore(Protocol):
     ) -> NoteLinks:
         """The note's outgoing links (resolved or not, embeds included) and up to `limit` backlinks
         from notes in reach, by (source, seq), after the backlink `after` (keyset paging)."""
+        ...
+
+    def attachment_vault(self, scope: WorkspaceScope) -> AttachmentVault:
+        """The attachments `scope` reaches anywhere in its workspace (links resolve across it), as
+        attachment links find them (`attachments` Rule 2); `attachments.AttachmentsUnavailable` from a
+        store whose workspaces are not folders (Rule 6)."""
+        ...
+
+    def watch_changes(self, feed: ChangeFeed, root_of: Callable[[str], WorkspaceRoot]) -> Drain | None:
+        """Have what the store sees change outside this server told to `feed` (`live` Rule 2), and the
+        `Drain` that looks while someone listens (`root_of`: a workspace URI's folder); None from a
+        store that sees no such change as it happens."""
         ...
 
     def recent(self, scope: WorkspaceScope, *, since_ns: int | None, limit: int) -> Sequence[NoteChange]:

@@ -3,7 +3,8 @@
 means the same in each and a change to one piece changes both.
 
 Rule 1 (one meaning): a search term is an FTS5 phrase matched as a word prefix, every one of them,
-or with `match="any"` some but not all (`fts_query`); a folder is a range of ids (`prefix_range`,
+or with `match="any"` some but not all (`fts_query`), those some within the work budget of
+`ranking` Rule 4 (`fts_some_query`); a folder is a range of ids (`prefix_range`,
 `store.within_regions`); a trash id is the UTC time and 48 random bits (`new_trash_id`), sortable by
 when and unguessable.
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from notewarden.notes.links import anchor_found
 from notewarden.notes.markdown import Heading
+from notewarden.notes.ranking import SOME_BUDGET, budgeted
 from notewarden.notes.store import NoteFilter, SearchMatch, within_regions
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "MemoLookup",
     "fts_phrase",
     "fts_query",
+    "fts_some_query",
     "new_trash_id",
     "prefix_range",
     "with_time_and_folder",
@@ -41,12 +44,30 @@ def fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def fts_query(terms: Sequence[str], match: SearchMatch) -> str:
-    """FTS5: every term as a prefix, or with `match="any"` some but not all of them."""
+def fts_query(terms: Sequence[str], match: SearchMatch, some: Sequence[str] | None = None) -> str:
+    """FTS5: every term as a prefix, or with `match="any"` some (of `some`, default all) but not all of them."""
     every = " AND ".join(fts_phrase(t) + "*" for t in terms)
     if match == "all":
         return every
-    return f"({' OR '.join(fts_phrase(t) + '*' for t in terms)}) NOT ({every})"
+    return f"({' OR '.join(fts_phrase(t) + '*' for t in (terms if some is None else some))}) NOT ({every})"
+
+
+def fts_some_query(
+    execute: Callable[[str, list[Any]], Iterable[Sequence[Any]]], table: str, terms: Sequence[str]
+) -> str | None:
+    """`fts_query(terms, "any")` within the work budget (`ranking` Rule 4): its matches in the FTS5
+    `table` and each term's, counted up to one past the budget (the count reads the term's entries of
+    the index, never a note), then the rarest terms within it; None when none is."""
+    some = fts_query(terms, "any")
+    capped = f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?))"
+    params: list[Any] = []
+    for query in (some, *(fts_phrase(t) + "*" for t in terms)):
+        params += [query, SOME_BUDGET + 1]
+    union, *counts = next(iter(execute(f"SELECT {', '.join([capped] * (len(terms) + 1))}", params)))
+    if union <= SOME_BUDGET:
+        return some
+    rare = budgeted(terms, counts)
+    return fts_query(terms, "any", rare) if rare else None
 
 
 def prefix_range(column: str, prefix: str) -> tuple[str, tuple[str, ...]]:

@@ -231,7 +231,10 @@ class VectorIndex:
             shortlist = np.flatnonzero(alive)
         else:
             query_signs = _signs(np.where(query > 0, 1, -1).astype(np.int8)[None, :])[0]
-            distance = np.bitwise_count(self._signs[:size] ^ query_signs).sum(axis=1, dtype=np.int32)
+            signs = self._signs[:size]
+            distance = np.bitwise_count(signs[:, 0] ^ query_signs[0]).astype(np.int32)
+            for word in range(1, signs.shape[1]):  # a column at a time: numpy loops down the rows
+                distance += np.bitwise_count(signs[:, word] ^ query_signs[word])
             distance[~alive] = np.iinfo(np.int32).max
             take = min(SHORTLIST, size - 1)
             shortlist = np.argpartition(distance, take)[: take + 1]

@@ -1,47 +1,50 @@
-"""Every tool notewarden ships, in one list (`app.default_tools`)."""
+"""Every tool notewarden ships, in one list (`app.default_tools`): each declaration (`declare`, beside
+its handler in its module) served by its handler, one line a tool."""
 
 from __future__ import annotations
 
 from notewarden.services import Services
-from notewarden.tools.notes_daily import notes_daily
-from notewarden.tools.notes_delete import notes_delete
-from notewarden.tools.notes_edit import notes_create, notes_edit, notes_move, notes_update
-from notewarden.tools.notes_health import notes_health
-from notewarden.tools.notes_history import notes_history, notes_history_purge, notes_revert
-from notewarden.tools.notes_knowledge import notes_links, notes_recent, notes_tags
-from notewarden.tools.notes_list import notes_list
-from notewarden.tools.notes_publish import notes_publish
-from notewarden.tools.notes_read import notes_read, notes_read_many
-from notewarden.tools.notes_search import notes_search
-from notewarden.tools.notes_similar import notes_similar
-from notewarden.tools.notes_trash import notes_restore, notes_trash_empty, notes_trash_list
+from notewarden.tools.notes_daily import NOTES_DAILY, DailyTool
+from notewarden.tools.notes_delete import NOTES_DELETE, DeleteTool
+from notewarden.tools.notes_edit import NOTES_CREATE, NOTES_EDIT, NOTES_MOVE, NOTES_UPDATE, EditTools
+from notewarden.tools.notes_health import NOTES_HEALTH, HealthTool
+from notewarden.tools.notes_history import NOTES_HISTORY, NOTES_HISTORY_PURGE, NOTES_REVERT, HistoryTools
+from notewarden.tools.notes_knowledge import NOTES_LINKS, NOTES_RECENT, NOTES_TAGS, KnowledgeTools
+from notewarden.tools.notes_list import NOTES_LIST, ListTool
+from notewarden.tools.notes_publish import NOTES_PUBLISH, PublishTool
+from notewarden.tools.notes_read import NOTES_READ, NOTES_READ_MANY, ReadTools
+from notewarden.tools.notes_search import NOTES_SEARCH, SearchTool
+from notewarden.tools.notes_similar import NOTES_SIMILAR, SimilarTool
+from notewarden.tools.notes_trash import NOTES_RESTORE, NOTES_TRASH_EMPTY, NOTES_TRASH_LIST, TrashTools
 from notewarden.tools.registry import ToolDef
 
 __all__ = ["note_tools"]
 
 
 def note_tools(services: Services) -> list[ToolDef]:
+    edit, history, knowledge = EditTools(services), HistoryTools(services), KnowledgeTools(services)
+    read, trash = ReadTools(services), TrashTools(services)
     return [
-        notes_list(services),
-        notes_search(services),
-        notes_similar(services),
-        notes_read(services),
-        notes_read_many(services),
-        notes_create(services),
-        notes_update(services),
-        notes_edit(services),
-        notes_history(services),
-        notes_revert(services),
-        notes_history_purge(services),
-        notes_move(services),
-        notes_delete(services),
-        notes_restore(services),
-        notes_trash_list(services),
-        notes_trash_empty(services),
-        notes_publish(services),
-        notes_tags(services),
-        notes_links(services),
-        notes_recent(services),
-        notes_health(services),
-        notes_daily(services),
+        NOTES_LIST.served_by(ListTool(services)),
+        NOTES_SEARCH.served_by(SearchTool(services)),
+        NOTES_SIMILAR.served_by(SimilarTool(services)),
+        NOTES_READ.served_by(read.read),
+        NOTES_READ_MANY.served_by(read.read_many),
+        NOTES_CREATE.served_by(edit.create),
+        NOTES_UPDATE.served_by(edit.update),
+        NOTES_EDIT.served_by(edit.edit),
+        NOTES_HISTORY.served_by(history.list_versions),
+        NOTES_REVERT.served_by(history.revert),
+        NOTES_HISTORY_PURGE.served_by(history.purge),
+        NOTES_MOVE.served_by(edit.move),
+        NOTES_DELETE.served_by(DeleteTool(services)),
+        NOTES_RESTORE.served_by(trash.restore),
+        NOTES_TRASH_LIST.served_by(trash.list_entries),
+        NOTES_TRASH_EMPTY.served_by(trash.empty),
+        NOTES_PUBLISH.served_by(PublishTool(services).publish),
+        NOTES_TAGS.served_by(knowledge.tags),
+        NOTES_LINKS.served_by(knowledge.links),
+        NOTES_RECENT.served_by(knowledge.recent),
+        NOTES_HEALTH.served_by(HealthTool(services)),
+        NOTES_DAILY.served_by(DailyTool(services)),
     ]

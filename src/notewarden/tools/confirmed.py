@@ -10,7 +10,8 @@ tool writes only its own part (its schemas, its form, its store call):
     the re-check  `reauthorize_sealed`: in the commit, authorize and contain again on the live
                   configuration, and check the folder is the one confirmed
     the purge     `BoundedPurge`: a permanent purge of what a selection holds up to a time bound,
-                  confirmed by yes or no (`notes_trash_empty`, `notes_history_purge`)
+                  confirmed by yes or no (`notes_trash_empty`, `notes_history_purge`), declared
+                  by `declare_purge`
 
 Rule 1: a bounded purge is bound to what the user saw, not to what the commit finds. Round 1
 seals the `Selection`: the bound (now minus `olderThanDays`), the count and `selection_digest` of
@@ -27,7 +28,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import mcp_types as types
 
@@ -51,25 +52,26 @@ from notewarden.notes.history import Change
 from notewarden.notes.store import ProgressSink
 from notewarden.scope.fs_errors import IdentityMismatch
 from notewarden.scope.grants import Grants, WorkspaceScope
-from notewarden.scope.rights import Caller
+from notewarden.scope.rights import Caller, Right
 from notewarden.services import Services
 from notewarden.tools.own_forms import linted
-from notewarden.tools.registry import ToolCall, object_schema, require_form_elicitation
-from notewarden.tools.results import WORKSPACE_URI, complete, progress_sink
+from notewarden.tools.registry import DeclaredTool, ToolCall, declare, require_form_elicitation
+from notewarden.tools.results import complete, progress_sink
+from notewarden.tools.schemas import WORKSPACE_URI, args, returns
 
 __all__ = [
     "OLDER_THAN_DAYS",
     "BoundedPurge",
     "confirm_in_workspace",
+    "declare_purge",
     "purge_form",
-    "purge_inputs",
-    "purge_outputs",
     "reauthorize_sealed",
     "sealed_workspace",
     "selection_digest",
 ]
 
 E = TypeVar("E")
+E_contra = TypeVar("E_contra", contravariant=True)
 
 OLDER_THAN_DAYS: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 36500}
 
@@ -146,27 +148,32 @@ def selection_digest(keys: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def purge_inputs(**selectors: Any) -> dict[str, Any]:
-    """A bounded purge's `inputSchema`: the workspace, the tool's own `selectors`, olderThanDays."""
-    return object_schema(
-        {"workspaceUri": WORKSPACE_URI, **selectors, "olderThanDays": OLDER_THAN_DAYS}, ["workspaceUri"]
-    )
-
-
-def purge_outputs(done_label: str, nothing_label: str, **listed: Any) -> dict[str, Any]:
-    """A bounded purge's `outputSchema`: the outcome, the workspace, how many were purged, the
-    tool's own `listed` members (always present), and for a cancel `retriableUntil`."""
-    return {
-        "type": "object",
-        "properties": {
-            "outcome": {"enum": [done_label, nothing_label, "declined", "cancelled", "not_confirmed"]},
-            "workspaceUri": {"type": "string"},
-            "purged": {"type": "integer", "minimum": 0},
-            **listed,
-            "retriableUntil": {"type": "string"},
-        },
-        "required": ["outcome", "workspaceUri", "purged", *listed],
+def declare_purge(
+    words: PurgeWords,
+    title: str,
+    description: str,
+    selectors: Mapping[str, Any] | None = None,
+    listed: Mapping[str, Any] | None = None,
+) -> DeclaredTool:
+    """A bounded purge as declared (`registry.declare`), needing the purge right: its arguments the
+    workspace, the tool's own `selectors` and olderThanDays; its result the outcome, the workspace,
+    how many were purged, the tool's own `listed` members (always present), and for a cancel
+    `retriableUntil`."""
+    outcomes = [words.done_label, words.nothing_label, "declined", "cancelled", "not_confirmed"]
+    counted = {
+        "outcome": {"enum": outcomes},
+        "workspaceUri": {"type": "string"},
+        "purged": {"type": "integer", "minimum": 0},
+        **(listed or {}),
     }
+    return declare(
+        words.tool,
+        title,
+        description,
+        args({"workspaceUri": WORKSPACE_URI}, {**(selectors or {}), "olderThanDays": OLDER_THAN_DAYS}),
+        returns({**counted, "retriableUntil": {"type": "string"}}, counted),
+        Right.PURGE,
+    )
 
 
 def purge_form(what: str, counted: str, listing: Sequence[str], more: int, aside: str = "") -> dict[str, Any]:
@@ -192,8 +199,9 @@ def linted_purge(
 
 @dataclass(frozen=True, slots=True)
 class PurgeWords:
-    """A bounded purge's words on the wire: its outcomes, input key, phase and refusals."""
+    """A bounded purge's words on the wire: its name, outcomes, input key and refusals."""
 
+    tool: str
     done_label: str
     """The outcome a commit answers ("emptied")."""
     nothing_label: str
@@ -201,13 +209,32 @@ class PurgeWords:
     nothing_done: str
     """How "nothing happened" reads in every refusal ("nothing was deleted")."""
     input_key: str
-    phase: str
     changed_code: str
     """The refusal when the selection changed between the form and the commit ("trash_changed")."""
     changed_what: str
     """What changed, in its message ("the trash")."""
     counted: str
     """After a count in that message: " notes" reads "(3 notes then, 4 now)"."""
+
+    @property
+    def phase(self) -> str:
+        """The confirmation's phase: `<tool>/confirm`."""
+        return f"{self.tool}/confirm"
+
+
+class PurgeFn(Protocol[E_contra]):
+    """The store's purge, through the claim's transaction (what it returns is not used); `progress`
+    is None when the request asked for none, and a purge that reports none ignores it."""
+
+    def __call__(
+        self,
+        txn: LedgerTxn,
+        scope: WorkspaceScope,
+        entries: Sequence[E_contra],
+        *,
+        change: Change,
+        progress: ProgressSink | None,
+    ) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +251,12 @@ class BoundedPurge(Generic[E]):
     """The entry's line in `selection_digest`."""
     form: Callable[[WorkspaceScope, Sequence[E]], dict[str, Any]]
     """The yes/no form saying how many and which."""
-    change: Callable[[Sequence[E], ConfirmationState], str]
-    """The summary of the change, as its history and its record keep it."""
-    purge: Callable[[LedgerTxn, WorkspaceScope, Sequence[E], Change, ProgressSink | None], object]
-    """The store's purge, through the claim's transaction (what it returns is not used)."""
+    purge: PurgeFn[E]
     result: Callable[[str, WorkspaceScope, Sequence[E]], dict[str, Any]]
     """The structured result for an outcome and what was purged."""
-    receipt: Callable[[Mapping[str, Any], Sequence[E], ConfirmationState], str]
+    change: Callable[[Sequence[E], WorkspaceScope, ConfirmationState], str]
+    """The summary of the change, as its history and its record keep it."""
+    receipt: Callable[[Sequence[E], WorkspaceScope, ConfirmationState], str]
     """What a commit did, in a sentence (for a replay's receipt)."""
 
     async def run(self, services: Services, call: ToolCall) -> ToolResult:
@@ -258,7 +284,7 @@ class BoundedPurge(Generic[E]):
         def effect(confirmed: Confirmed) -> Done:  # 7 commit, inside the claim's transaction
             purged = self.commit(services, call, confirmed, progress)
             result = self.result(self.words.done_label, scope, purged)
-            return Done(result, self.receipt(result, purged, confirmed.state))
+            return Done(result, self.receipt(purged, scope, confirmed.state))
 
         def unchanged(outcome: str, until: str | None) -> Done:
             return Done(retriable(self.result(outcome, scope, []), until))
@@ -296,10 +322,10 @@ class BoundedPurge(Generic[E]):
                 f"{self.words.counted} then, {len(entries)} now). Call {call.name} again and confirm anew.",
             )
         change = call.change(
-            self.change(entries, confirmed.state), confirmation_id=confirmed.state.confirmation_id
+            self.change(entries, scope, confirmed.state), confirmation_id=confirmed.state.confirmation_id
         )
         try:
-            self.purge(confirmed.txn, scope, entries, change, progress)
+            self.purge(confirmed.txn, scope, entries, change=change, progress=progress)
         except IdentityMismatch as exc:  # the store found an entry that is no longer the one listed
             raise Refusal(self.words.changed_code, f"{self.words.nothing_done}: {exc}") from None
         return entries

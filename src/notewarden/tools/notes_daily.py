@@ -24,10 +24,11 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, declare
-from notewarden.tools.results import WORKSPACE_URI, complete, note_object
+from notewarden.tools.registry import ADDS_ONCE, ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, note_object
+from notewarden.tools.schemas import WORKSPACE_URI, args, returns
 
-__all__ = ["notes_daily"]
+__all__ = ["NOTES_DAILY", "DailyTool"]
 
 _RELATIVE_DAYS = {"today": 0, "yesterday": -1, "tomorrow": 1}
 
@@ -94,44 +95,33 @@ class DailyTool:
             return store.read_note(scope, note_id), False
 
 
-def notes_daily(services: Services) -> ToolDef:
-    title = "Daily note"
-    return ToolDef(
-        tool=declare(
-            "notes_daily",
-            title,
-            "Open a day's note (default today), creating it first from the workspace's daily-note "
-            "folder, file-name format and template when it does not exist. Returns its text and version "
-            "(for notes_update); created says whether it was made now. Never replaces a file.",
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "date": {
-                        "type": "string",
-                        "minLength": 5,
-                        "maxLength": 10,
-                        "description": "YYYY-MM-DD, or today, yesterday, tomorrow (the server's clock).",
-                    },
-                },
-                "required": ["workspaceUri"],
-                "additionalProperties": False,
+NOTES_DAILY = declare(
+    "notes_daily",
+    "Daily note",
+    "Open a day's note (default today), creating it first from the workspace's daily-note "
+    "folder, file-name format and template when it does not exist. Returns its text and version "
+    "(for notes_update); created says whether it was made now. Never replaces a file.",
+    args(
+        {"workspaceUri": WORKSPACE_URI},
+        {
+            "date": {
+                "type": "string",
+                "minLength": 5,
+                "maxLength": 10,
+                "description": "YYYY-MM-DD, or today, yesterday, tomorrow (the server's clock).",
             },
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "date": {"type": "string", "format": "date"},
-                    "created": {"type": "boolean"},
-                    "note": VERSIONED_NOTE,
-                    "body": {"type": "string"},
-                },
-                "required": ["workspaceUri", "date", "created", "note", "body"],
-            },
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-        ),
-        handler=DailyTool(services),
-        right=Right.WRITE,
-    )
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "date": {"type": "string", "format": "date"},
+            "created": {"type": "boolean"},
+            "note": VERSIONED_NOTE,
+            "body": {"type": "string"},
+        },
+        ["workspaceUri", "date", "created", "note", "body"],
+    ),
+    Right.WRITE,
+    ADDS_ONCE,
+)

@@ -43,78 +43,28 @@ from notewarden.services import Services
 from notewarden.tools.confirmed import confirm_in_workspace, reauthorize_sealed, sealed_workspace
 from notewarden.tools.own_forms import linted
 from notewarden.tools.registry import (
-    DESTRUCTIVE,
     ToolCall,
-    ToolDef,
     ToolFailure,
     ToolResult,
     declare,
     require_form_elicitation,
 )
+from notewarden.tools.schemas import WORKSPACE_URI, args, returns
 from notewarden.tools.workspace_hint import resolve_workspace
 
-__all__ = ["DELETE_INPUT_KEY", "MAX_CANDIDATES", "PHASE", "delete_form", "delete_set_form", "notes_delete"]
+__all__ = [
+    "DELETE_INPUT_KEY",
+    "MAX_CANDIDATES",
+    "NOTES_DELETE",
+    "PHASE",
+    "DeleteTool",
+    "delete_form",
+    "delete_set_form",
+]
 
 PHASE = "notes_delete/confirm"
 DELETE_INPUT_KEY = "delete_choice"
 MAX_CANDIDATES = 25
-
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 4096,
-            "description": "file: URI of a workspace granted to you, or of a folder inside it "
-            "(e.g. file:///srv/notes/team-a). The URI alone grants nothing.",
-        },
-        "title": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "pattern": r"\S",
-            "description": "Words of the note's title; a note matches when its title, its file name or one "
-            "of its aliases contains every word (case-insensitive).",
-        },
-        "noteIds": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 1, "maxLength": 4095},
-            "minItems": 1,
-            "maxItems": MAX_CANDIDATES,
-            "uniqueItems": True,
-            "description": "Instead of title: the ids of the notes to delete (paths relative to the workspace "
-            "root). The user still confirms them, and may untick any.",
-        },
-    },
-    "required": [],
-    "additionalProperties": False,
-}
-"""Exactly one of title and noteIds is checked by the handler, not by a top-level oneOf, which
-several model APIs refuse in a tool's inputSchema; so is workspaceUri, which only a client that
-declares `roots` may leave out (tools.workspace_hint)."""
-
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "outcome": {"enum": ["deleted", "declined", "cancelled", "not_confirmed"]},
-        "workspaceUri": {"type": "string"},
-        "deleted": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "title": {"type": "string"},
-                    "trashId": {"type": "string"},
-                },
-                "required": ["id", "title", "trashId"],
-            },
-        },
-        "retriableUntil": {"type": "string", "description": "For cancelled: when the confirmation expires."},
-    },
-    "required": ["outcome", "workspaceUri", "deleted"],
-}
 
 
 class DeleteTool:
@@ -334,21 +284,56 @@ def find_candidates(
     return found
 
 
-def notes_delete(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_delete",
-            "Delete a note",
-            (
-                "Move one note of a workspace to its trash. The user picks the note among those whose "
-                "title matches and confirms it in a form (elicitation); nothing is deleted without that. "
-                "Deleted notes stay in the workspace trash and can be restored. Give noteIds instead of "
-                "title to delete a known set of notes; the user confirms them (and may untick any)."
-            ),
-            INPUT_SCHEMA,
-            OUTPUT_SCHEMA,
-            **DESTRUCTIVE,
-        ),
-        handler=DeleteTool(services),
-        right=Right.DELETE,
-    )
+NOTES_DELETE = declare(
+    "notes_delete",
+    "Delete a note",
+    "Move one note of a workspace to its trash. The user picks the note among those whose "
+    "title matches and confirms it in a form (elicitation); nothing is deleted without that. "
+    "Deleted notes stay in the workspace trash and can be restored. Give noteIds instead of "
+    "title to delete a known set of notes; the user confirms them (and may untick any).",
+    args(
+        {},
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "title": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "pattern": r"\S",
+                "description": "Words of the note's title; a note matches when its title, its file name or one "
+                "of its aliases contains every word (case-insensitive).",
+            },
+            "noteIds": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 4095},
+                "minItems": 1,
+                "maxItems": MAX_CANDIDATES,
+                "uniqueItems": True,
+                "description": "Instead of title: the ids of the notes to delete (paths relative to the workspace "
+                "root). The user still confirms them, and may untick any.",
+            },
+        },
+    ),
+    returns(
+        {
+            "outcome": {"enum": ["deleted", "declined", "cancelled", "not_confirmed"]},
+            "workspaceUri": {"type": "string"},
+            "deleted": {
+                "type": "array",
+                "items": returns(
+                    {"id": {"type": "string"}, "title": {"type": "string"}, "trashId": {"type": "string"}},
+                    ["id", "title", "trashId"],
+                ),
+            },
+            "retriableUntil": {
+                "type": "string",
+                "description": "For cancelled: when the confirmation expires.",
+            },
+        },
+        ["outcome", "workspaceUri", "deleted"],
+    ),
+    Right.DELETE,
+)
+"""Exactly one of title and noteIds is checked by the handler, not by a top-level oneOf, which
+several model APIs refuse in a tool's inputSchema; so is workspaceUri, which only a client that
+declares `roots` may leave out (tools.workspace_hint)."""

@@ -42,19 +42,19 @@ from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_knowledge import similar_notice
 from notewarden.tools.notes_read import VERSIONED_NOTE, decode_text
-from notewarden.tools.registry import ToolCall, ToolDef, ToolFailure, ToolResult, declare, object_schema
-from notewarden.tools.results import (
-    NOTE_ID,
-    NOTE_OBJECT,
-    WORKSPACE_URI,
-    complete,
-    note_object,
-    note_uri,
-    progress_sink,
-    require_note_path,
-)
+from notewarden.tools.registry import ADDS, DESTRUCTIVE, REPLACES, ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, note_object, note_uri, progress_sink, require_note_path
+from notewarden.tools.schemas import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, args, returns
 
-__all__ = ["RECEIPT", "notes_create", "notes_edit", "notes_move", "notes_update", "receipt_object"]
+__all__ = [
+    "NOTES_CREATE",
+    "NOTES_EDIT",
+    "NOTES_MOVE",
+    "NOTES_UPDATE",
+    "RECEIPT",
+    "EditTools",
+    "receipt_object",
+]
 
 MAX_BODY_CHARS = 1_000_000
 MAX_EDITED_BYTES = 8 * 1024 * 1024
@@ -99,14 +99,6 @@ RECEIPT: dict[str, Any] = {
         "description": "Where the content before this write was saved: notes_revert with it undoes the write.",
     },
 }
-
-
-def _output(**properties: Any) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"workspaceUri": {"type": "string"}, **properties},
-        "required": ["workspaceUri", *properties],
-    }
 
 
 def receipt_object(
@@ -312,81 +304,6 @@ class EditTools:
         )
 
 
-def notes_create(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_create",
-            "Create a note",
-            "Create a new markdown note at path (relative to the workspace; missing folders are made) "
-            "with title as its heading above body. Never replaces an existing file. The result lists "
-            "existing notes with the same or a nearly identical title, if any (similar).",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "path": {**NOTE_ID, "description": "Where to create it, ending in .md or .markdown."},
-                    "title": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 200,
-                        "pattern": r"^\S(?:[^\r\n]*\S)?$",
-                    },
-                    "body": BODY,
-                },
-                ["workspaceUri", "path", "title", "body"],
-            ),
-            {
-                **_output(note=VERSIONED_NOTE),
-                "properties": {
-                    **_output(note=VERSIONED_NOTE)["properties"],
-                    "similar": {
-                        "type": "array",
-                        "items": NOTE_OBJECT,
-                        "description": "Existing notes with the same or a nearly identical title.",
-                    },
-                    "notice": {"type": "string"},
-                },
-            },
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-        ),
-        handler=EditTools(services).create,
-        right=Right.WRITE,
-    )
-
-
-def notes_update(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_update",
-            "Update a note",
-            "Replace a note's whole text with body, only if it is still at expectedVersion (from notes_read). "
-            "If someone changed it since, nothing is written and the error carries currentVersion: read it "
-            "again, merge, retry.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "body": {**BODY, "description": "The note's complete new markdown text."},
-                    "expectedVersion": EXPECTED_VERSION,
-                },
-                ["workspaceUri", "noteId", "body", "expectedVersion"],
-            ),
-            _output(
-                note=VERSIONED_NOTE,
-                previousVersion={"type": "string"},
-                previousVersionId=RECEIPT["previousVersionId"],
-            )
-            | {"required": ["workspaceUri", "note", "previousVersion"]},
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-        ),
-        handler=EditTools(services).update,
-        right=Right.WRITE,
-    )
-
-
 REWRITTEN_NOTE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -412,57 +329,9 @@ REWRITTEN_NOTE: dict[str, Any] = {
 }
 
 
-def notes_move(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_move",
-            "Move a note",
-            "Rename or move a note to newPath inside the same workspace (missing folders are made). "
-            "Never replaces an existing file. Every [[wiki]] and Markdown link that would break is "
-            "rewritten in every note of the workspace, keeping its form, heading, block and display text, "
-            "all or none; each rewritten note's previous content is kept (previousVersionId: notes_revert "
-            "undoes it). dryRun: true lists the notes and links it would rewrite and changes nothing; "
-            "updateLinks: false moves the note alone.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "newPath": {**NOTE_ID, "description": "The new id, ending in .md or .markdown."},
-                    "dryRun": {"type": "boolean", "description": "List what would change; change nothing."},
-                    "updateLinks": {
-                        "type": "boolean",
-                        "default": True,
-                        "description": "Rewrite the links to the note (default true).",
-                    },
-                    "updateAttachmentLinks": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": "Also rewrite the moved note's links to attachments (images, pdf, ...) "
-                        "that would no longer open them from its new folder; attachments never move. Default "
-                        "false; needs updateLinks.",
-                    },
-                },
-                ["workspaceUri", "noteId", "newPath"],
-            ),
-            _output(
-                note=NOTE_OBJECT,
-                dryRun={"type": "boolean"},
-                rewritten={"type": "array", "items": REWRITTEN_NOTE},
-                **{"from": {"type": "string"}, "to": {"type": "string"}},
-            ),
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-        ),
-        handler=EditTools(services).move,
-        right=Right.WRITE,
-    )
-
-
-EDIT_ITEM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "op": {"enum": list(OP_FIELDS)},
+EDIT_ITEM = args(
+    {"op": {"enum": list(OP_FIELDS)}},
+    {
         "text": {
             **BODY,
             "description": "append, prepend, replace_section, insert: the text, as whole lines.",
@@ -499,53 +368,139 @@ EDIT_ITEM: dict[str, Any] = {
         },
         "value": {"description": "set_frontmatter: any JSON value."},
     },
-    "required": ["op"],
-    "additionalProperties": False,
-}
+)
+"""An edit: its op and the fields the op takes (a closed object, like a tool's arguments)."""
 
 
-def notes_edit(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_edit",
-            "Edit a note",
-            "Apply small edits to a note, all or none, each anchored on its content: append / prepend "
-            "{text} (prepend goes after the front matter); replace {oldText, newText, expectedCount=1} "
-            "(another count is an error listing the lines of every match); replace_section {heading, text} "
-            "replaces what is under a heading (heading: 'Projects > Atlas', a unique text, or '## Atlas'); "
-            "insert {heading, position: before|after|start|end, text}; set_frontmatter {key, value}; "
-            "remove_frontmatter {key}. Without expectedVersion the edits apply to the note as it is now "
-            "(someone's change elsewhere in it is kept) and fail if an anchor changed; with it, only if the "
-            "note is still at that version. Returns a receipt: versions and sizes before and after, changed "
-            "lines, a diff, and previousVersionId (notes_revert undoes the edit). dryRun: true previews "
-            "and writes nothing.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "edits": {"type": "array", "items": EDIT_ITEM, "minItems": 1, "maxItems": MAX_EDITS},
-                    "expectedVersion": EXPECTED_VERSION,
-                    "dryRun": {"type": "boolean", "description": "Compute the receipt, write nothing."},
-                },
-                ["workspaceUri", "noteId", "edits"],
-            ),
-            _output(**RECEIPT)
-            | {
-                "required": [
-                    "workspaceUri",
-                    "noteId",
-                    "dryRun",
-                    "before",
-                    "after",
-                    "changes",
-                    "diff",
-                    "diffTruncated",
-                ]
+NOTES_CREATE = declare(
+    "notes_create",
+    "Create a note",
+    "Create a new markdown note at path (relative to the workspace; missing folders are made) "
+    "with title as its heading above body. Never replaces an existing file. The result lists "
+    "existing notes with the same or a nearly identical title, if any (similar).",
+    args(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "path": {**NOTE_ID, "description": "Where to create it, ending in .md or .markdown."},
+            "title": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^\S(?:[^\r\n]*\S)?$"},
+            "body": BODY,
+        }
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "note": VERSIONED_NOTE,
+            "similar": {
+                "type": "array",
+                "items": NOTE_OBJECT,
+                "description": "Existing notes with the same or a nearly identical title.",
             },
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-        ),
-        handler=EditTools(services).edit,
-        right=Right.WRITE,
-    )
+            "notice": {"type": "string"},
+        },
+        ["workspaceUri", "note"],
+    ),
+    Right.WRITE,
+    ADDS,
+)
+NOTES_UPDATE = declare(
+    "notes_update",
+    "Update a note",
+    "Replace a note's whole text with body, only if it is still at expectedVersion (from notes_read). "
+    "If someone changed it since, nothing is written and the error carries currentVersion: read it "
+    "again, merge, retry.",
+    args(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "noteId": NOTE_ID,
+            "body": {**BODY, "description": "The note's complete new markdown text."},
+            "expectedVersion": EXPECTED_VERSION,
+        }
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "note": VERSIONED_NOTE,
+            "previousVersion": {"type": "string"},
+            "previousVersionId": RECEIPT["previousVersionId"],
+        },
+        ["workspaceUri", "note", "previousVersion"],
+    ),
+    Right.WRITE,
+    REPLACES,
+)
+NOTES_MOVE = declare(
+    "notes_move",
+    "Move a note",
+    "Rename or move a note to newPath inside the same workspace (missing folders are made). "
+    "Never replaces an existing file. Every [[wiki]] and Markdown link that would break is "
+    "rewritten in every note of the workspace, keeping its form, heading, block and display text, "
+    "all or none; each rewritten note's previous content is kept (previousVersionId: notes_revert "
+    "undoes it). dryRun: true lists the notes and links it would rewrite and changes nothing; "
+    "updateLinks: false moves the note alone.",
+    args(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "noteId": NOTE_ID,
+            "newPath": {**NOTE_ID, "description": "The new id, ending in .md or .markdown."},
+        },
+        {
+            "dryRun": {"type": "boolean", "description": "List what would change; change nothing."},
+            "updateLinks": {
+                "type": "boolean",
+                "default": True,
+                "description": "Rewrite the links to the note (default true).",
+            },
+            "updateAttachmentLinks": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also rewrite the moved note's links to attachments (images, pdf, ...) "
+                "that would no longer open them from its new folder; attachments never move. Default "
+                "false; needs updateLinks.",
+            },
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "note": NOTE_OBJECT,
+            "dryRun": {"type": "boolean"},
+            "rewritten": {"type": "array", "items": REWRITTEN_NOTE},
+            "from": {"type": "string"},
+            "to": {"type": "string"},
+        },
+        ["workspaceUri", "note", "dryRun", "rewritten", "from", "to"],
+    ),
+    Right.WRITE,
+    DESTRUCTIVE,
+)
+NOTES_EDIT = declare(
+    "notes_edit",
+    "Edit a note",
+    "Apply small edits to a note, all or none, each anchored on its content: append / prepend "
+    "{text} (prepend goes after the front matter); replace {oldText, newText, expectedCount=1} "
+    "(another count is an error listing the lines of every match); replace_section {heading, text} "
+    "replaces what is under a heading (heading: 'Projects > Atlas', a unique text, or '## Atlas'); "
+    "insert {heading, position: before|after|start|end, text}; set_frontmatter {key, value}; "
+    "remove_frontmatter {key}. Without expectedVersion the edits apply to the note as it is now "
+    "(someone's change elsewhere in it is kept) and fail if an anchor changed; with it, only if the "
+    "note is still at that version. Returns a receipt: versions and sizes before and after, changed "
+    "lines, a diff, and previousVersionId (notes_revert undoes the edit). dryRun: true previews "
+    "and writes nothing.",
+    args(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "noteId": NOTE_ID,
+            "edits": {"type": "array", "items": EDIT_ITEM, "minItems": 1, "maxItems": MAX_EDITS},
+        },
+        {
+            "expectedVersion": EXPECTED_VERSION,
+            "dryRun": {"type": "boolean", "description": "Compute the receipt, write nothing."},
+        },
+    ),
+    returns(
+        {"workspaceUri": {"type": "string"}, **RECEIPT},
+        ["workspaceUri", "noteId", "dryRun", "before", "after", "changes", "diff", "diffTruncated"],
+    ),
+    Right.WRITE,
+    DESTRUCTIVE,
+)

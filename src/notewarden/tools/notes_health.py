@@ -27,24 +27,16 @@ from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
-from notewarden.tools.registry import (
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-    object_schema,
-)
-from notewarden.tools.results import WORKSPACE_URI, complete, note_uri
+from notewarden.tools.registry import ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, note_uri
+from notewarden.tools.schemas import WORKSPACE_URI, args, returns
 
-__all__ = ["notes_health"]
+__all__ = ["NOTES_HEALTH", "HealthTool"]
 
 DEFAULT_LIMIT, MAX_LIMIT = 100, 500
 
-ITEM_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+ITEM_OBJECT = returns(
+    {
         "kind": {"enum": list(KINDS)},
         "id": {
             "type": "string",
@@ -71,8 +63,8 @@ ITEM_OBJECT: dict[str, Any] = {
         "problem": {"type": "string"},
         "fix": {"type": "string", "description": "How to fix it with the existing tools."},
     },
-    "required": ["kind", "id", "title", "folder", "uri", "problem", "fix"],
-}
+    ["kind", "id", "title", "folder", "uri", "problem", "fix"],
+)
 
 
 def _said(item: HealthItem) -> tuple[str, str]:
@@ -200,49 +192,42 @@ class HealthTool:
         return complete(structured)
 
 
-def notes_health(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_health",
-            "Vault health",
-            "What needs tidying in a workspace (or one folder), note by note in id order, each item with "
-            "how to fix it with the other tools: broken links and embeds (with the line), orphan notes (no "
-            "link in or out), front matter that does not parse, duplicate and near-duplicate titles (same "
-            "title ignoring case and punctuation), empty notes; in a workspace folder also links and embeds "
-            "to missing attachments and attachments nothing links to. kinds narrows. #heading anchors "
-            f"and similar texts are not judged. {DEFAULT_LIMIT} items a page by default (limit up to "
-            f"{MAX_LIMIT}; pass nextCursor back as cursor for more). Read-only.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "folder": {
-                        "type": "string",
-                        "maxLength": 4096,
-                        "description": "Only notes below this folder (relative to the workspace root).",
-                    },
-                    "kinds": {
-                        "type": "array",
-                        "items": {"enum": list(KINDS)},
-                        "minItems": 1,
-                        "uniqueItems": True,
-                        "description": "Only these kinds (default: all).",
-                    },
-                    **page_properties(DEFAULT_LIMIT, MAX_LIMIT, "items", cursor_chars=8192),
-                },
-                ["workspaceUri"],
-            ),
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "folder": {"type": "string"},
-                    "items": {"type": "array", "items": ITEM_OBJECT},
-                    "nextCursor": {"type": "string"},
-                },
-                "required": ["workspaceUri", "items"],
+NOTES_HEALTH = declare(
+    "notes_health",
+    "Vault health",
+    "What needs tidying in a workspace (or one folder), note by note in id order, each item with "
+    "how to fix it with the other tools: broken links and embeds (with the line), orphan notes (no "
+    "link in or out), front matter that does not parse, duplicate and near-duplicate titles (same "
+    "title ignoring case and punctuation), empty notes; in a workspace folder also links and embeds "
+    "to missing attachments and attachments nothing links to. kinds narrows. #heading anchors "
+    f"and similar texts are not judged. {DEFAULT_LIMIT} items a page by default (limit up to "
+    f"{MAX_LIMIT}; pass nextCursor back as cursor for more). Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI},
+        {
+            "folder": {
+                "type": "string",
+                "maxLength": 4096,
+                "description": "Only notes below this folder (relative to the workspace root).",
             },
-            **READ_ONLY,
-        ),
-        handler=HealthTool(services),
-        right=Right.READ,
-    )
+            "kinds": {
+                "type": "array",
+                "items": {"enum": list(KINDS)},
+                "minItems": 1,
+                "uniqueItems": True,
+                "description": "Only these kinds (default: all).",
+            },
+            **page_properties(DEFAULT_LIMIT, MAX_LIMIT, "items", cursor_chars=8192),
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "folder": {"type": "string"},
+            "items": {"type": "array", "items": ITEM_OBJECT},
+            "nextCursor": {"type": "string"},
+        },
+        ["workspaceUri", "items"],
+    ),
+    Right.READ,
+)

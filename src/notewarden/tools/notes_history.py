@@ -28,56 +28,40 @@ import anyio.to_thread
 from notewarden.confirm.state import ConfirmationState
 from notewarden.display import visible, visible_line
 from notewarden.ledger import LedgerTxn
-from notewarden.notes.history import HistoryEntry
-from notewarden.notes.store import replace_with
+from notewarden.notes.history import Change, HistoryEntry
+from notewarden.notes.store import ProgressSink, replace_with
 from notewarden.scope.fs_errors import NoteMissing
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.confirmed import (
-    BoundedPurge,
-    PurgeWords,
-    linted_purge,
-    purge_form,
-    purge_inputs,
-    purge_outputs,
-)
+from notewarden.tools.confirmed import BoundedPurge, PurgeWords, declare_purge, linted_purge, purge_form
 from notewarden.tools.notes_edit import EXPECTED_VERSION, RECEIPT, receipt_object
 from notewarden.tools.notes_read import HISTORY_ENTRY, history_object
-from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
-from notewarden.tools.registry import (
-    DESTRUCTIVE,
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-)
-from notewarden.tools.results import NOTE_ID, WORKSPACE_URI, complete, iso8601
+from notewarden.tools.paging import listing_print, page_after, page_properties
+from notewarden.tools.registry import REPLACES, ToolCall, ToolResult, declare
+from notewarden.tools.results import complete, iso8601
+from notewarden.tools.schemas import ISSUED_ID, NOTE_ID, WORKSPACE_URI, args, returns
 
 __all__ = [
     "HISTORY_PURGE_INPUT_KEY",
+    "NOTES_HISTORY",
+    "NOTES_HISTORY_PURGE",
+    "NOTES_REVERT",
     "PHASE",
+    "HistoryTools",
     "history_purge_form",
-    "notes_history",
-    "notes_history_purge",
-    "notes_revert",
 ]
 
-PHASE = "notes_history_purge/confirm"
 HISTORY_PURGE_INPUT_KEY = "purge_history"
 PURGE_WORDS = PurgeWords(
-    "purged", "nothing_to_purge", "nothing was purged", HISTORY_PURGE_INPUT_KEY, PHASE, "history_changed",
-    "the saved versions", "",
+    "notes_history_purge", "purged", "nothing_to_purge", "nothing was purged", HISTORY_PURGE_INPUT_KEY,
+    "history_changed", "the saved versions", "",
 )  # fmt: skip
+PHASE = PURGE_WORDS.phase
 PAGE_SIZE, MAX_PAGE = 50, 500
 SHOWN_IN_FORM = 20
 VERSION_ID: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 200,
-    "pattern": "^[A-Za-z0-9._-]+$",
+    **ISSUED_ID,
     "description": "A versionId from notes_history (or a receipt's previousVersionId).",
 }
 
@@ -101,18 +85,15 @@ class HistoryTools:
             return entries, {"version": current.version, "size": len(current.data)}
 
         entries, current = await anyio.to_thread.run_sync(read)
-        start = 0
-        print_ = listing_print("notes_history", scope.uri, note_id)
-        if "cursor" in call.arguments:
-            ids = [e.version_id for e in entries]
-            (after,) = cursor_key(call.arguments["cursor"], print_, made_by="notes_history", shape=(str,))
-            if after not in ids:
-                raise ToolFailure(
-                    "invalid_cursor", "the version this cursor resumes after is gone; omit it to start over"
-                )
-            start = ids.index(after) + 1
-        limit = call.arguments.get("limit", PAGE_SIZE)
-        page = entries[start : start + limit]
+        page, more = page_after(
+            entries,
+            lambda e: e.version_id,
+            call.arguments,
+            listing_print("notes_history", scope.uri, note_id),
+            made_by="notes_history",
+            default=PAGE_SIZE,
+            gone="the version this cursor resumes after is gone",
+        )
         shown: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "noteId": note_id,
@@ -121,8 +102,8 @@ class HistoryTools:
         }
         if current is not None:
             shown["current"] = current
-        if start + limit < len(entries):
-            shown["nextCursor"] = make_cursor([page[-1].version_id], print_)
+        if more is not None:
+            shown["nextCursor"] = more
         return complete(shown)
 
     # notes_revert
@@ -164,6 +145,16 @@ class HistoryTools:
             where = f"note {note_id}" if note_id is not None else f"the notes of {scope.uri}"
             return history_purge_form(visible_line(where), len(entries), shown, len(entries) - len(shown))
 
+        def purge(
+            txn: LedgerTxn,
+            scope: WorkspaceScope,
+            entries: Sequence[HistoryEntry],
+            *,
+            change: Change,
+            progress: ProgressSink | None,
+        ) -> int:
+            return store.purge_history(txn, scope, entries, change=change)  # it reports no progress
+
         def result(outcome: str, scope: WorkspaceScope, purged: Sequence[HistoryEntry]) -> dict[str, Any]:
             shown = str(scope.uri) if outcome == "nothing_to_purge" else workspace
             return {"outcome": outcome, "workspaceUri": shown, "purged": len(purged)}
@@ -171,22 +162,20 @@ class HistoryTools:
         def where(state: ConfirmationState) -> str:
             return note_id or str(state.bound["workspace"])
 
-        return await BoundedPurge(
-            PURGE_WORDS,
-            select,
-            lambda e: f"{e.version_id}\0{e.note_id}\0{e.version}",
-            form,
-            change=lambda entries, state: (
-                f"{len(entries)} saved version(s) of {visible(where(state))} purged for good"
-            ),
-            purge=lambda txn, scope, entries, change, _: store.purge_history(
-                txn, scope, entries, change=change
-            ),
-            result=result,
-            receipt=lambda _, purged, state: (
-                f"{len(purged)} saved version(s) of {visible_line(where(state))} were purged for good"
-            ),
-        ).run(self.services, call)
+        def change(purged: Sequence[HistoryEntry], _: WorkspaceScope, state: ConfirmationState) -> str:
+            return f"{len(purged)} saved version(s) of {visible(where(state))} purged for good"
+
+        def receipt(purged: Sequence[HistoryEntry], _: WorkspaceScope, state: ConfirmationState) -> str:
+            return f"{len(purged)} saved version(s) of {visible_line(where(state))} were purged for good"
+
+        return await BoundedPurge(PURGE_WORDS, select, version_key, form, purge, result, change, receipt).run(
+            self.services, call
+        )
+
+
+def version_key(entry: HistoryEntry) -> str:
+    """A saved version as its purge's confirmation binds it: its id, its note and its content version."""
+    return f"{entry.version_id}\0{entry.note_id}\0{entry.version}"
 
 
 @linted_purge(
@@ -198,112 +187,56 @@ def history_purge_form(where: str, count: int, listing: Sequence[str], more: int
     return purge_form(f"{versions} of {where}", versions, listing, more, " They can no longer be restored.")
 
 
-def notes_history(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_history",
-            "List a note's versions",
-            "List the saved versions of a note, newest first: each is a content the note had until a "
-            "write replaced it (when, by whom, with which tool, a one-line summary, size). notes_read with "
-            f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} a page by default (limit up to "
-            f"{MAX_PAGE}; pass nextCursor back as cursor). Read-only.",
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    **page_properties(PAGE_SIZE, MAX_PAGE, "versions"),
-                },
-                "required": ["workspaceUri", "noteId"],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "noteId": {"type": "string"},
-                    "count": {"type": "integer", "minimum": 0},
-                    "current": {
-                        "type": "object",
-                        "properties": {
-                            "version": {"type": "string"},
-                            "size": {"type": "integer", "minimum": 0},
-                        },
-                        "required": ["version", "size"],
-                    },
-                    "versions": {"type": "array", "items": HISTORY_ENTRY},
-                    "nextCursor": {"type": "string"},
-                },
-                "required": ["workspaceUri", "noteId", "count", "versions"],
-            },
-            **READ_ONLY,
-        ),
-        handler=HistoryTools(services).list_versions,
-        right=Right.READ,
-    )
-
-
-def notes_revert(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_revert",
-            "Revert a note",
-            "Bring back a saved version of a note (versionId from notes_history or a receipt's "
-            "previousVersionId). The current content is saved in turn, so a revert can itself be reverted. "
-            "With expectedVersion, only if the note is still at that version. Returns the same receipt as "
-            "notes_edit; dryRun: true previews the diff and writes nothing.",
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "versionId": VERSION_ID,
-                    "expectedVersion": EXPECTED_VERSION,
-                    "dryRun": {"type": "boolean"},
-                },
-                "required": ["workspaceUri", "noteId", "versionId"],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    **RECEIPT,
-                    "revertedTo": {"type": "string"},
-                },
-                "required": [
-                    "workspaceUri",
-                    "noteId",
-                    "dryRun",
-                    "before",
-                    "after",
-                    "changes",
-                    "diff",
-                    "revertedTo",
-                ],
-            },
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-        ),
-        handler=HistoryTools(services).revert,
-        right=Right.WRITE,
-    )
-
-
-def notes_history_purge(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_history_purge",
-            "Purge saved versions",
-            "Permanently delete saved versions of notes: of every note in the workspace (or folder), "
-            "or of noteId only; all, or those saved more than olderThanDays ago. The user sees how many and "
-            "which, and confirms in a form (elicitation); nothing is deleted without that. The current notes "
-            "are not touched. This cannot be undone.",
-            purge_inputs(noteId=NOTE_ID),
-            purge_outputs("purged", "nothing_to_purge"),
-            **DESTRUCTIVE,
-        ),
-        handler=HistoryTools(services).purge,
-        right=Right.PURGE,
-    )
+NOTES_HISTORY = declare(
+    "notes_history",
+    "List a note's versions",
+    "List the saved versions of a note, newest first: each is a content the note had until a "
+    "write replaced it (when, by whom, with which tool, a one-line summary, size). notes_read with "
+    f"versionId shows one; notes_revert brings one back. {PAGE_SIZE} a page by default (limit up to "
+    f"{MAX_PAGE}; pass nextCursor back as cursor). Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID}, page_properties(PAGE_SIZE, MAX_PAGE, "versions")
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "noteId": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0},
+            "current": returns(
+                {"version": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
+                ["version", "size"],
+            ),
+            "versions": {"type": "array", "items": HISTORY_ENTRY},
+            "nextCursor": {"type": "string"},
+        },
+        ["workspaceUri", "noteId", "count", "versions"],
+    ),
+    Right.READ,
+)
+NOTES_REVERT = declare(
+    "notes_revert",
+    "Revert a note",
+    "Bring back a saved version of a note (versionId from notes_history or a receipt's "
+    "previousVersionId). The current content is saved in turn, so a revert can itself be reverted. "
+    "With expectedVersion, only if the note is still at that version. Returns the same receipt as "
+    "notes_edit; dryRun: true previews the diff and writes nothing.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID, "versionId": VERSION_ID},
+        {"expectedVersion": EXPECTED_VERSION, "dryRun": {"type": "boolean"}},
+    ),
+    returns(
+        {"workspaceUri": {"type": "string"}, **RECEIPT, "revertedTo": {"type": "string"}},
+        ["workspaceUri", "noteId", "dryRun", "before", "after", "changes", "diff", "revertedTo"],
+    ),
+    Right.WRITE,
+    REPLACES,
+)
+NOTES_HISTORY_PURGE = declare_purge(
+    PURGE_WORDS,
+    "Purge saved versions",
+    "Permanently delete saved versions of notes: of every note in the workspace (or folder), "
+    "or of noteId only; all, or those saved more than olderThanDays ago. The user sees how many and "
+    "which, and confirms in a form (elicitation); nothing is deleted without that. The current notes "
+    "are not touched. This cannot be undone.",
+    selectors={"noteId": NOTE_ID},
+)

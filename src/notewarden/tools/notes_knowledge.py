@@ -33,46 +33,27 @@ import anyio.to_thread
 from notewarden.display import visible, visible_line
 from notewarden.notes.attachments import (
     AttachmentsUnavailable,
-    attachment_vault,
     is_attachment,
     link_style,
 )
 from notewarden.notes.links import UNRESOLVED, Resolution
 from notewarden.notes.markdown import tag_key
 from notewarden.notes.model import Note
-from notewarden.notes.store import LinkView, NoteLinks
+from notewarden.notes.store import LinkView, NoteLinks, NoteStore
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.notes_search import instant_ns
-from notewarden.tools.paging import cursor_key, listing_print, make_cursor
-from notewarden.tools.registry import (
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-    declare,
-    object_schema,
-)
-from notewarden.tools.results import (
-    NOTE_ID,
-    NOTE_OBJECT,
-    WORKSPACE_URI,
-    complete,
-    iso8601,
-    note_object,
-    note_uri,
-)
+from notewarden.tools.paging import cursor_key, limit_argument, listing_print, make_cursor
+from notewarden.tools.registry import ToolCall, ToolResult, declare
+from notewarden.tools.results import complete, iso8601, note_object, note_uri
+from notewarden.tools.schemas import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, args, returns
 
-__all__ = ["notes_links", "notes_recent", "notes_tags", "similar_notice"]
+__all__ = ["NOTES_LINKS", "NOTES_RECENT", "NOTES_TAGS", "KnowledgeTools", "similar_notice"]
 
 TAGS_DEFAULT, TAGS_MAX = 100, 500
 BACKLINKS_DEFAULT, BACKLINKS_MAX = 50, 200
 RECENT_DEFAULT, RECENT_MAX = 20, 100
-
-
-def _limit(default: int, maximum: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
 
 
 LINK_OBJECT: dict[str, Any] = {
@@ -293,7 +274,7 @@ def similar_notice(notes: Sequence[Note]) -> str:
 
 
 def attachment_targets(
-    store: object, scope: WorkspaceScope, source_id: str, links: Sequence[LinkView]
+    store: NoteStore, scope: WorkspaceScope, source_id: str, links: Sequence[LinkView]
 ) -> tuple[dict[int, Resolution], str | None]:
     """The attachment each attachment link opens (`notes.attachments` Rule 2: from the store's index of
     attachments, a few look-ups per link), by the link's place; a link the index resolved to a note
@@ -302,7 +283,7 @@ def attachment_targets(
     if not wanted:
         return {}, None
     try:
-        vault = attachment_vault(store, scope)
+        vault = store.attachment_vault(scope)
     except AttachmentsUnavailable as exc:
         return {i: UNRESOLVED for i in wanted}, str(exc)
     return {
@@ -328,171 +309,135 @@ def _link(scope: WorkspaceScope, link: LinkView, attachment: Resolution | None =
     return shown
 
 
-def notes_tags(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_tags",
-            "List tags",
-            "The tags of a workspace (or of a folder inside it), from front matter and #inline tags, nested "
-            "ones as written (area/sub), each with how many notes carry it; prefix narrows. Pass nextCursor "
-            "back as cursor for more. Filter notes by tag with notes_search's tags. Read-only.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "prefix": {
-                        "type": "string",
-                        "maxLength": 200,
-                        "description": "Only tags starting with this.",
-                    },
-                    "cursor": {"type": "string", "maxLength": 2000},
-                    "limit": _limit(TAGS_DEFAULT, TAGS_MAX),
+NOTES_TAGS = declare(
+    "notes_tags",
+    "List tags",
+    "The tags of a workspace (or of a folder inside it), from front matter and #inline tags, nested "
+    "ones as written (area/sub), each with how many notes carry it; prefix narrows. Pass nextCursor "
+    "back as cursor for more. Filter notes by tag with notes_search's tags. Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI},
+        {
+            "prefix": {"type": "string", "maxLength": 200, "description": "Only tags starting with this."},
+            "cursor": {"type": "string", "maxLength": 2000},
+            "limit": limit_argument(TAGS_DEFAULT, TAGS_MAX),
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "tags": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"tag": {"type": "string"}, "notes": {"type": "integer", "minimum": 1}},
+                    "required": ["tag", "notes"],
                 },
-                ["workspaceUri"],
-            ),
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "tags": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "tag": {"type": "string"},
-                                "notes": {"type": "integer", "minimum": 1},
-                            },
-                            "required": ["tag", "notes"],
-                        },
-                    },
-                    "nextCursor": {"type": "string"},
-                },
-                "required": ["workspaceUri", "tags"],
             },
-            **READ_ONLY,
-        ),
-        handler=KnowledgeTools(services).tags,
-        right=Right.READ,
-    )
-
-
-def notes_links(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_links",
-            "Links of a note",
-            "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
-            "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
-            "embeds (![[...]]); links to attachments (images, pdf, audio, video, csv) apart from note links "
-            "(kind), with the file each opens and missingAttachments; and the notes that link to it (backlinks) with the line that links, "
-            f"{BACKLINKS_DEFAULT} a page by default (limit up to {BACKLINKS_MAX}; pass nextCursor back as "
-            "cursor for more). Read-only.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "limit": {
-                        **_limit(BACKLINKS_DEFAULT, BACKLINKS_MAX),
-                        "description": "Most backlinks on this page.",
-                    },
-                    "cursor": {
-                        "type": "string",
-                        "maxLength": 8192,
-                        "description": "nextCursor of the previous page: the backlinks that follow.",
-                    },
-                },
-                ["workspaceUri", "noteId"],
-            ),
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "note": {
-                        **NOTE_OBJECT,
-                        "properties": {
-                            **NOTE_OBJECT["properties"],
-                            "tags": {"type": "array", "items": {"type": "string"}},
-                            "properties": {"type": "object", "description": "The front matter, as JSON."},
-                            "propertyError": {
-                                "type": "string",
-                                "description": "Why the front matter could not be read (the note is indexed all "
-                                "the same, without its properties).",
-                            },
-                        },
-                        "required": [*NOTE_OBJECT["required"], "tags"],
-                    },
-                    "links": {"type": "array", "items": LINK_OBJECT},
-                    "embeds": {"type": "array", "items": LINK_OBJECT},
-                    "backlinks": {"type": "array", "items": BACKLINK_OBJECT},
-                    "backlinksTotal": {"type": "integer", "minimum": 0},
-                    "backlinksTruncated": {
-                        "type": "boolean",
-                        "description": "More backlinks follow this page (then nextCursor is set).",
-                    },
-                    "nextCursor": {
-                        "type": "string",
-                        "description": "Present when more backlinks follow: pass it as cursor.",
-                    },
-                    "missingAttachments": {
-                        "type": "array",
-                        "items": MISSING_ATTACHMENT,
-                        "description": "Attachment links and embeds that open no file you may read.",
-                    },
-                    "attachmentsUnavailable": {
-                        "type": "string",
-                        "description": "Why no attachment link could be resolved: the workspace is kept in a "
-                        "database, which holds notes only.",
-                    },
-                },
-                "required": [
-                    "workspaceUri",
-                    "note",
-                    "links",
-                    "embeds",
-                    "backlinks",
-                    "backlinksTotal",
-                    "backlinksTruncated",
-                    "missingAttachments",
-                ],
+            "nextCursor": {"type": "string"},
+        },
+        ["workspaceUri", "tags"],
+    ),
+    Right.READ,
+)
+NOTES_LINKS = declare(
+    "notes_links",
+    "Links of a note",
+    "A note's tags and front-matter properties, its outgoing links ([[wiki]] and Markdown), each "
+    "with the note it opens or null when unresolved and whether its #heading or #^block exists; its "
+    "embeds (![[...]]); links to attachments (images, pdf, audio, video, csv) apart from note links "
+    "(kind), with the file each opens and missingAttachments; and the notes that link to it (backlinks) with the line that links, "
+    f"{BACKLINKS_DEFAULT} a page by default (limit up to {BACKLINKS_MAX}; pass nextCursor back as "
+    "cursor for more). Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID},
+        {
+            "limit": {
+                **limit_argument(BACKLINKS_DEFAULT, BACKLINKS_MAX),
+                "description": "Most backlinks on this page.",
             },
-            **READ_ONLY,
-        ),
-        handler=KnowledgeTools(services).links,
-        right=Right.READ,
-    )
-
-
-def notes_recent(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_recent",
-            "Recent changes",
-            "What changed in a workspace (or a folder inside it): notes created, modified, moved (with the "
-            "id they had) and deleted, newest first, each with when and, for a change made through notewarden, "
-            "who made it (by: principal, tool, and the client's own name and version, unverified); since "
-            "narrows to changes after an instant. Read-only.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "since": {
-                        "type": "string",
-                        "minLength": 10,
-                        "maxLength": 40,
-                        "description": "ISO 8601 date or date-time (UTC without an offset), e.g. 2026-01-31.",
-                    },
-                    "limit": _limit(RECENT_DEFAULT, RECENT_MAX),
-                },
-                ["workspaceUri"],
-            ),
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "changes": {"type": "array", "items": CHANGE_OBJECT},
-                },
-                "required": ["workspaceUri", "changes"],
+            "cursor": {
+                "type": "string",
+                "maxLength": 8192,
+                "description": "nextCursor of the previous page: the backlinks that follow.",
             },
-            **READ_ONLY,
-        ),
-        handler=KnowledgeTools(services).recent,
-        right=Right.READ,
-    )
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "note": {
+                **NOTE_OBJECT,
+                "properties": {
+                    **NOTE_OBJECT["properties"],
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "properties": {"type": "object", "description": "The front matter, as JSON."},
+                    "propertyError": {
+                        "type": "string",
+                        "description": "Why the front matter could not be read (the note is indexed all "
+                        "the same, without its properties).",
+                    },
+                },
+                "required": [*NOTE_OBJECT["required"], "tags"],
+            },
+            "links": {"type": "array", "items": LINK_OBJECT},
+            "embeds": {"type": "array", "items": LINK_OBJECT},
+            "backlinks": {"type": "array", "items": BACKLINK_OBJECT},
+            "backlinksTotal": {"type": "integer", "minimum": 0},
+            "backlinksTruncated": {
+                "type": "boolean",
+                "description": "More backlinks follow this page (then nextCursor is set).",
+            },
+            "nextCursor": {
+                "type": "string",
+                "description": "Present when more backlinks follow: pass it as cursor.",
+            },
+            "missingAttachments": {
+                "type": "array",
+                "items": MISSING_ATTACHMENT,
+                "description": "Attachment links and embeds that open no file you may read.",
+            },
+            "attachmentsUnavailable": {
+                "type": "string",
+                "description": "Why no attachment link could be resolved: the workspace is kept in a "
+                "database, which holds notes only.",
+            },
+        },
+        [
+            "workspaceUri",
+            "note",
+            "links",
+            "embeds",
+            "backlinks",
+            "backlinksTotal",
+            "backlinksTruncated",
+            "missingAttachments",
+        ],
+    ),
+    Right.READ,
+)
+NOTES_RECENT = declare(
+    "notes_recent",
+    "Recent changes",
+    "What changed in a workspace (or a folder inside it): notes created, modified, moved (with the "
+    "id they had) and deleted, newest first, each with when and, for a change made through notewarden, "
+    "who made it (by: principal, tool, and the client's own name and version, unverified); since "
+    "narrows to changes after an instant. Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI},
+        {
+            "since": {
+                "type": "string",
+                "minLength": 10,
+                "maxLength": 40,
+                "description": "ISO 8601 date or date-time (UTC without an offset), e.g. 2026-01-31.",
+            },
+            "limit": limit_argument(RECENT_DEFAULT, RECENT_MAX),
+        },
+    ),
+    returns(
+        {"workspaceUri": {"type": "string"}, "changes": {"type": "array", "items": CHANGE_OBJECT}},
+        ["workspaceUri", "changes"],
+    ),
+    Right.READ,
+)

@@ -17,66 +17,14 @@ import anyio.to_thread
 
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.paging import cursor_key, listing_print, make_cursor
-from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolResult, declare
+from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
+from notewarden.tools.registry import ToolCall, ToolResult, declare
 from notewarden.tools.results import complete, iso8601
+from notewarden.tools.schemas import WORKSPACE_URI, args, returns
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "notes_list"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "NOTES_LIST", "ListTool"]
 
 DEFAULT_LIMIT, MAX_LIMIT = 200, 1000
-
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 4096,
-            "description": "file: URI of a workspace granted to you, or of a folder inside it.",
-        },
-        "cursor": {"type": "string", "maxLength": 8192, "description": "nextCursor of the previous page."},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "default": DEFAULT_LIMIT,
-            "description": "Most notes on this page.",
-        },
-    },
-    "required": ["workspaceUri"],
-    "additionalProperties": False,
-}
-
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {"type": "string"},
-        "notes": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "Path relative to the workspace root."},
-                    "title": {"type": "string"},
-                    "size": {"type": "integer", "minimum": 0},
-                    "modified": {"type": "string", "format": "date-time"},
-                },
-                "required": ["id", "title", "size", "modified"],
-            },
-        },
-        "nextCursor": {"type": "string", "description": "Present when more notes follow: pass it as cursor."},
-        "skipped": {
-            "type": "array",
-            "description": "Entries left out on purpose (present when there are any; on the first page), each with why.",
-            "items": {
-                "type": "object",
-                "properties": {"id": {"type": "string"}, "reason": {"type": "string"}},
-                "required": ["id", "reason"],
-            },
-        },
-    },
-    "required": ["workspaceUri", "notes"],
-}
 
 
 class ListTool:
@@ -112,19 +60,48 @@ class ListTool:
         return complete(structured)
 
 
-def notes_list(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_list",
-            "List notes",
-            "List the notes of a workspace (or of a folder inside it), by id: id, title, size and "
-            f"last modification time, {DEFAULT_LIMIT} a page by default (limit up to {MAX_LIMIT}; pass "
-            "nextCursor back as cursor for more), and what was skipped on purpose (symlinks, other "
-            "filesystems) with why. Read-only.",
-            INPUT_SCHEMA,
-            OUTPUT_SCHEMA,
-            **READ_ONLY,
-        ),
-        handler=ListTool(services),
-        right=Right.READ,
-    )
+NOTES_LIST = declare(
+    "notes_list",
+    "List notes",
+    "List the notes of a workspace (or of a folder inside it), by id: id, title, size and "
+    f"last modification time, {DEFAULT_LIMIT} a page by default (limit up to {MAX_LIMIT}; pass "
+    "nextCursor back as cursor for more), and what was skipped on purpose (symlinks, other "
+    "filesystems) with why. Read-only.",
+    args(
+        {
+            "workspaceUri": {
+                **WORKSPACE_URI,
+                "description": "file: URI of a workspace granted to you, or of a folder inside it.",
+            }
+        },
+        page_properties(DEFAULT_LIMIT, MAX_LIMIT, "notes", cursor_chars=8192),
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "notes": {
+                "type": "array",
+                "items": returns(
+                    {
+                        "id": {"type": "string", "description": "Path relative to the workspace root."},
+                        "title": {"type": "string"},
+                        "size": {"type": "integer", "minimum": 0},
+                        "modified": {"type": "string", "format": "date-time"},
+                    },
+                    ["id", "title", "size", "modified"],
+                ),
+            },
+            "nextCursor": {
+                "type": "string",
+                "description": "Present when more notes follow: pass it as cursor.",
+            },
+            "skipped": {
+                "type": "array",
+                "description": "Entries left out on purpose (present when there are any; on the first page), each with why.",
+                "items": returns({"id": {"type": "string"}, "reason": {"type": "string"}}, ["id", "reason"]),
+            },
+        },
+        ["workspaceUri", "notes"],
+    ),
+    Right.READ,
+)

@@ -87,23 +87,17 @@ from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
 from notewarden.services import Services
 from notewarden.tools.own_forms import linted
-from notewarden.tools.registry import (
-    ADDS,
-    MissingCapability,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-)
+from notewarden.tools.registry import MissingCapability, ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.schemas import NOTE_ID, WORKSPACE_URI, args, returns
 
 __all__ = [
     "CONNECT_INPUT_KEY",
     "CONNECT_OUTCOMES",
+    "NOTES_PUBLISH",
     "PHASE",
     "ConnectVerdict",
+    "PublishTool",
     "judge_connect",
-    "notes_publish",
 ]
 
 logger = logging.getLogger(__name__)
@@ -118,44 +112,6 @@ PUBLISH_LEASE_SECONDS = 120.0
 """After this, a "publishing" claim is presumed abandoned by a dead process and may be taken over;
 it outlasts `sender.DEADLINE_SECONDS`, the longest a live sender takes."""
 _URL_CAPABILITY: dict[str, Any] = {"elicitation": {"url": {}}}
-
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 4096,
-            "description": "file: URI of a workspace granted to you (or a folder inside it).",
-        },
-        "noteId": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 1024,
-            "description": "The note's id: its path inside the workspace, as notes_list shows it.",
-        },
-        "target": {
-            "type": "string",
-            "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
-            "description": "The id of a publish target configured on the server.",
-        },
-    },
-    "required": ["workspaceUri", "noteId", "target"],
-    "additionalProperties": False,
-}
-
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "outcome": {"enum": ["published", "declined", "cancelled"]},
-        "target": {"type": "string"},
-        "noteId": {"type": "string"},
-        "status": {"type": "integer", "description": "The target's HTTP status, when published."},
-        "url": {"type": "string", "description": "Where the target published it (its Location), if it said."},
-        "retriableUntil": {"type": "string", "description": "For cancelled: when the link expires."},
-    },
-    "required": ["outcome", "target", "noteId"],
-}
 
 
 class ConnectVerdict(enum.Enum):
@@ -251,11 +207,11 @@ class PublishTool:
         require_url_elicitation(call.capabilities)
         action = self.action(call)
         bound = {"workspace": str(scope.workspace), "target": target.id}
-        if call.live is not None:
-            return await self.ask_live(call, action, bound, target, note)
-        if call.request_state is None:
+        if call.live is not None or call.request_state is None:  # 4 ask, on a new pending connection
             state = await anyio.to_thread.run_sync(self.start, call, action, bound, target, note)
-            return self.ask(target, note, state)  # 4 ask
+            if call.live is None:
+                return self.ask(target, note, state)
+            return await self.ask_live(call, action, state, target, note)
         state = action.verify(  # 5 verify (a bad state: `InvalidState`, which the registry maps)
             call.request_state, principal=call.principal, arguments=call.arguments, bound=bound
         )
@@ -341,13 +297,12 @@ class PublishTool:
         self,
         call: ToolCall,
         action: ConfirmedAction,
-        bound: Mapping[str, str],
+        state: ConfirmationState,
         target: PublishTarget,
         note: NoteToSend,
     ) -> types.CallToolResult:
         """Legacy session: ask live with an elicitationId, wait for the record, then judge and commit."""
         assert call.live is not None
-        state = await anyio.to_thread.run_sync(self.start, call, action, bound, target, note)
         connection_id = state.data["connection_id"]
         answer = await call.live.url(
             self.connect_message(target, note), self.connect_url(connection_id), connection_id
@@ -606,21 +561,43 @@ def require_url_elicitation(capabilities: types.ClientCapabilities | None) -> No
     )
 
 
-def notes_publish(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_publish",
-            "Publish a note",
-            (
-                "Send one note to a publish target configured on the server (for example a team blog). "
-                "The first time, the user connects the target on notewarden's own web page (URL "
-                "elicitation): the credential never passes through the client."
-            ),
-            INPUT_SCHEMA,
-            OUTPUT_SCHEMA,
-            **ADDS,
-            open_world_hint=True,
-        ),
-        handler=PublishTool(services).publish,
-        right=Right.PUBLISH,
-    )
+NOTES_PUBLISH = declare(
+    "notes_publish",
+    "Publish a note",
+    "Send one note to a publish target configured on the server (for example a team blog). "
+    "The first time, the user connects the target on notewarden's own web page (URL "
+    "elicitation): the credential never passes through the client.",
+    args(
+        {
+            "workspaceUri": {
+                **WORKSPACE_URI,
+                "description": "file: URI of a workspace granted to you (or a folder inside it).",
+            },
+            "noteId": {
+                **NOTE_ID,
+                "maxLength": 1024,
+                "description": "The note's id: its path inside the workspace, as notes_list shows it.",
+            },
+            "target": {
+                "type": "string",
+                "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+                "description": "The id of a publish target configured on the server.",
+            },
+        }
+    ),
+    returns(
+        {
+            "outcome": {"enum": ["published", "declined", "cancelled"]},
+            "target": {"type": "string"},
+            "noteId": {"type": "string"},
+            "status": {"type": "integer", "description": "The target's HTTP status, when published."},
+            "url": {
+                "type": "string",
+                "description": "Where the target published it (its Location), if it said.",
+            },
+            "retriableUntil": {"type": "string", "description": "For cancelled: when the link expires."},
+        },
+        ["outcome", "target", "noteId"],
+    ),
+    Right.PUBLISH,
+)

@@ -48,7 +48,6 @@ from notewarden.notes.attachments import (
     FORMATS,
     IMAGE_BLOCK_TYPES,
     AttachmentsUnavailable,
-    attachment_vault,
     is_attachment,
     read_attachment,
     served_type,
@@ -58,37 +57,24 @@ from notewarden.notes.editing import EditError, find_section, line_starts, secti
 from notewarden.notes.history import HistoryEntry
 from notewarden.notes.markdown import Link, headings, parse_note, split_front_matter
 from notewarden.notes.model import content_version, note_stem
+from notewarden.notes.store import NoteStore
 from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right, RightMissing
 from notewarden.services import Services
-from notewarden.tools.registry import (
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-    known_failure,
-)
-from notewarden.tools.results import (
-    NOTE_ID,
-    NOTE_OBJECT,
-    WORKSPACE_URI,
-    complete,
-    iso8601,
-    note_object,
-    note_uri,
-)
+from notewarden.tools.registry import ToolCall, ToolFailure, ToolResult, declare, known_failure
+from notewarden.tools.results import complete, iso8601, note_object, note_uri
+from notewarden.tools.schemas import ISSUED_ID, NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, args, returns
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "HISTORY_ENTRY",
+    "NOTES_READ",
+    "NOTES_READ_MANY",
     "VERSIONED_NOTE",
+    "ReadTools",
     "decode_text",
     "history_object",
-    "notes_read",
-    "notes_read_many",
 ]
 
 _BLOCKS = "\0blocks"
@@ -263,10 +249,10 @@ def _embedded(text: str, note_id: str, shown: Mapping[str, Any]) -> list[Link]:
 
 
 def embedded_images(
-    store: object, scope: WorkspaceScope, note_id: str, text: str, links: list[Link]
+    store: NoteStore, scope: WorkspaceScope, note_id: str, text: str, links: list[Link]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[types.ImageContent]]:
     """Rule 5: the images `links` (of `text`) embed within the budget, what was left out and why, the
-    blocks; resolved through `store`'s index of attachments (`attachments.attachment_vault`)."""
+    blocks; resolved through the attachments `store` knows (`NoteStore.attachment_vault`)."""
     included: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     blocks: list[types.ImageContent] = []
@@ -279,7 +265,7 @@ def embedded_images(
     if not links:
         return included, left, blocks
     try:
-        vault = attachment_vault(store, scope)
+        vault = store.attachment_vault(scope)
     except AttachmentsUnavailable as exc:
         return included, [_left_out(link, None, "unavailable", str(exc)) for link in links], blocks
     spent, seen = 0, set[str]()
@@ -401,13 +387,6 @@ class ReadTools:
         return complete({"workspaceUri": str(scope.uri), "notes": notes})
 
 
-def _tool(
-    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any]
-) -> types.Tool:
-    closed = {"type": "object", "additionalProperties": False, **inputs}
-    return declare(name, title, description, closed, {"type": "object", **outputs}, **READ_ONLY)
-
-
 ATTACHMENTS_OBJECT: dict[str, Any] = {
     "type": "object",
     "description": "With includeAttachments: the images returned as image content (in this order) and the "
@@ -458,128 +437,107 @@ ATTACHMENTS_OBJECT: dict[str, Any] = {
 MAX_CHARS_ARGUMENT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_CHARS}
 
 
-def notes_read(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=_tool(
-            "notes_read",
-            "Read a note",
-            "Read one note: its markdown text as body and its version (for notes_update and notes_edit). "
-            f"At most maxChars characters come back (default {DEFAULT_MAX_CHARS}); a longer note is cut at a "
-            "line and says truncated: true and nextLine, so read on with lines. outline: true gives the "
-            "headings (line ranges, sizes) without the body; section reads one heading's section "
-            "('Projects > Atlas'); lines: [from, to] reads those lines; versionId reads a saved version "
-            "(notes_history). includeAttachments: true also returns the images it embeds as image content. Read-only.",
-            {
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "outline": {"type": "boolean", "description": "The heading tree only, no body."},
-                    "section": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 1000,
-                        "description": "A heading's text, its path (Parent > Heading) or '## Heading'.",
-                    },
-                    "lines": {**LINE_RANGE, "description": "[from, to], 1-based, inclusive."},
-                    "maxChars": {**MAX_CHARS_ARGUMENT, "description": f"Default {DEFAULT_MAX_CHARS}."},
-                    "versionId": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 200,
-                        "pattern": "^[A-Za-z0-9._-]+$",
-                    },
-                    "includeAttachments": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": f"Also return the images the part read embeds, as image content (at most "
-                        f"{IMAGES_MAX} images, {IMAGES_MAX_BYTES} bytes); attachments.leftOut names the others and why.",
-                    },
-                },
-                "required": ["workspaceUri", "noteId"],
+NOTES_READ = declare(
+    "notes_read",
+    "Read a note",
+    "Read one note: its markdown text as body and its version (for notes_update and notes_edit). "
+    f"At most maxChars characters come back (default {DEFAULT_MAX_CHARS}); a longer note is cut at a "
+    "line and says truncated: true and nextLine, so read on with lines. outline: true gives the "
+    "headings (line ranges, sizes) without the body; section reads one heading's section "
+    "('Projects > Atlas'); lines: [from, to] reads those lines; versionId reads a saved version "
+    "(notes_history). includeAttachments: true also returns the images it embeds as image content. Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID},
+        {
+            "outline": {"type": "boolean", "description": "The heading tree only, no body."},
+            "section": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1000,
+                "description": "A heading's text, its path (Parent > Heading) or '## Heading'.",
             },
-            {
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "note": VERSIONED_NOTE,
-                    **WINDOW,
-                    "section": {
-                        "type": "object",
-                        "properties": {
-                            "heading": {"type": "string"},
-                            "path": {"type": "string"},
-                            "lines": LINE_RANGE,
-                            "sectionVersion": {"type": "string", "description": "Pass to notes_edit."},
-                        },
-                        "required": ["heading", "path", "lines", "sectionVersion"],
-                    },
-                    "outline": {"type": "array", "items": OUTLINE_ITEM},
-                    "outlineTruncated": {"type": "boolean"},
-                    "frontMatter": {
-                        "type": "object",
-                        "properties": {
-                            "lines": LINE_RANGE,
-                            "keys": {"type": "array", "items": {"type": "string"}},
-                            "error": {"type": "string"},
-                        },
-                        "required": ["lines", "keys"],
-                    },
-                    "saved": HISTORY_ENTRY,
-                    "attachments": ATTACHMENTS_OBJECT,
-                },
-                "required": ["workspaceUri", "note", "totalLines"],
+            "lines": {**LINE_RANGE, "description": "[from, to], 1-based, inclusive."},
+            "maxChars": {**MAX_CHARS_ARGUMENT, "description": f"Default {DEFAULT_MAX_CHARS}."},
+            "versionId": ISSUED_ID,
+            "includeAttachments": {
+                "type": "boolean",
+                "default": False,
+                "description": f"Also return the images the part read embeds, as image content (at most "
+                f"{IMAGES_MAX} images, {IMAGES_MAX_BYTES} bytes); attachments.leftOut names the others and why.",
             },
-        ),
-        handler=ReadTools(services).read,
-        right=Right.READ,
-    )
-
-
-def notes_read_many(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=_tool(
-            "notes_read_many",
-            "Read several notes",
-            f"Read up to {READ_MANY_MAX} notes in one call, each as notes_read returns it (body, version). A note "
-            "that cannot be read has an error in its entry; the others are still returned. Each body is cut "
-            f"at maxChars characters (default: {DEFAULT_MAX_CHARS} shared evenly), saying truncated: true. Read-only.",
-            {
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "note": VERSIONED_NOTE,
+            **WINDOW,
+            "section": {
+                "type": "object",
                 "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteIds": {
-                        "type": "array",
-                        "items": NOTE_ID,
-                        "minItems": 1,
-                        "maxItems": READ_MANY_MAX,
-                        "uniqueItems": True,
-                    },
-                    "maxChars": {**MAX_CHARS_ARGUMENT, "description": "Per note."},
+                    "heading": {"type": "string"},
+                    "path": {"type": "string"},
+                    "lines": LINE_RANGE,
+                    "sectionVersion": {"type": "string", "description": "Pass to notes_edit."},
                 },
-                "required": ["workspaceUri", "noteIds"],
+                "required": ["heading", "path", "lines", "sectionVersion"],
             },
-            {
+            "outline": {"type": "array", "items": OUTLINE_ITEM},
+            "outlineTruncated": {"type": "boolean"},
+            "frontMatter": {
+                "type": "object",
                 "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "notes": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "noteId": {"type": "string"},
-                                "note": VERSIONED_NOTE,
-                                **WINDOW,
-                                "error": {
-                                    "type": "object",
-                                    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-                                    "required": ["code", "message"],
-                                },
-                            },
-                            "required": ["noteId"],
-                        },
-                    },
+                    "lines": LINE_RANGE,
+                    "keys": {"type": "array", "items": {"type": "string"}},
+                    "error": {"type": "string"},
                 },
-                "required": ["workspaceUri", "notes"],
+                "required": ["lines", "keys"],
             },
-        ),
-        handler=ReadTools(services).read_many,
-        right=Right.READ,
-    )
+            "saved": HISTORY_ENTRY,
+            "attachments": ATTACHMENTS_OBJECT,
+        },
+        ["workspaceUri", "note", "totalLines"],
+    ),
+    Right.READ,
+)
+NOTES_READ_MANY = declare(
+    "notes_read_many",
+    "Read several notes",
+    f"Read up to {READ_MANY_MAX} notes in one call, each as notes_read returns it (body, version). A note "
+    "that cannot be read has an error in its entry; the others are still returned. Each body is cut "
+    f"at maxChars characters (default: {DEFAULT_MAX_CHARS} shared evenly), saying truncated: true. Read-only.",
+    args(
+        {
+            "workspaceUri": WORKSPACE_URI,
+            "noteIds": {
+                "type": "array",
+                "items": NOTE_ID,
+                "minItems": 1,
+                "maxItems": READ_MANY_MAX,
+                "uniqueItems": True,
+            },
+        },
+        {"maxChars": {**MAX_CHARS_ARGUMENT, "description": "Per note."}},
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "notes": {
+                "type": "array",
+                "items": returns(
+                    {
+                        "noteId": {"type": "string"},
+                        "note": VERSIONED_NOTE,
+                        **WINDOW,
+                        "error": returns(
+                            {"code": {"type": "string"}, "message": {"type": "string"}}, ["code", "message"]
+                        ),
+                    },
+                    ["noteId"],
+                ),
+            },
+        },
+        ["workspaceUri", "notes"],
+    ),
+    Right.READ,
+)

@@ -43,10 +43,12 @@ from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.note_paths import split_relative
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.registry import READ_ONLY, ToolCall, ToolDef, ToolFailure, ToolResult, declare
-from notewarden.tools.results import NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink
+from notewarden.tools.paging import limit_argument
+from notewarden.tools.registry import ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, note_object, progress_sink
+from notewarden.tools.schemas import NOTE_OBJECT, WORKSPACE_URI, args, returns
 
-__all__ = ["notes_search"]
+__all__ = ["NOTES_SEARCH", "SearchTool"]
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -63,109 +65,6 @@ _TIME: dict[str, Any] = {
     "minLength": 10,
     "maxLength": 40,
     "description": "ISO 8601 date or date-time (UTC when no offset is given), e.g. 2026-01-31 or 2026-01-31T09:00:00Z.",
-}
-INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": WORKSPACE_URI,
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 500,
-            "pattern": r"\w",
-            "description": "What to find, as words or a question in your own words. Notes with the words (after "
-            "dropping words such as 'how' or 'the', and matching word forms: 'sharing' finds 'shared') and, when "
-            "the server has a model, notes that mean the same in other words are ranked together; title and "
-            "alias matches rank highest. Optional when filters are given.",
-        },
-        "tags": {
-            "type": "object",
-            "properties": {"all": _TAG_LIST, "any": _TAG_LIST},
-            "additionalProperties": False,
-            "description": "Keep notes with all of these tags and/or any of them (front matter or #inline; "
-            "'area' also matches 'area/sub'; case-insensitive).",
-        },
-        "properties": {
-            "type": "object",
-            "maxProperties": 10,
-            "additionalProperties": {
-                "type": "object",
-                "properties": {
-                    "equals": _PROPERTY_VALUE,
-                    "in": {"type": "array", "items": _PROPERTY_VALUE, "minItems": 1, "maxItems": 50},
-                    "before": {"type": ["string", "number"]},
-                    "after": {"type": ["string", "number"]},
-                },
-                "additionalProperties": False,
-                "minProperties": 1,
-            },
-            "description": 'Front-matter conditions by property name, e.g. {"status": {"equals": "active"}, '
-            '"due": {"before": "2026-04-01"}}. A list property matches when one of its items does; dates '
-            "compare as ISO text.",
-        },
-        "modifiedAfter": _TIME,
-        "modifiedBefore": _TIME,
-        "folder": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 4095,
-            "description": "Only notes below this folder (relative to the workspace root).",
-        },
-        "cursor": {"type": "string", "maxLength": 4000, "description": "nextCursor of the previous page."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-    },
-    "required": ["workspaceUri"],
-    "additionalProperties": False,
-}
-
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {"type": "string"},
-        "query": {"type": "string"},
-        "words": {"type": "array", "items": {"type": "string"}, "description": "The words searched for."},
-        "mode": {
-            "enum": ["all_words", "any_words", "filters"],
-            "description": "all_words: every hit has every word; any_words: some hits have only some of the "
-            "words, or were found by meaning; filters: no query, notes passing the filters, newest first.",
-        },
-        "ranking": {
-            "type": "object",
-            "properties": {
-                "by": {
-                    "enum": ["words", "words_and_meaning"],
-                    "description": "Whether meaning took part in this search (a model is configured).",
-                },
-                "model": {"type": "string"},
-                "reason": {"type": "string", "description": "Why search answers this way."},
-            },
-            "required": ["by", "reason"],
-        },
-        "results": {
-            "type": "array",
-            "items": {
-                **NOTE_OBJECT,
-                "properties": {
-                    **NOTE_OBJECT["properties"],
-                    "snippet": {"type": "string", "description": "Matching words are in **bold**."},
-                    "allWords": {"type": "boolean"},
-                    "foundBy": {
-                        "enum": ["words", "meaning", "both"],
-                        "description": "What found the note: its words, its meaning (a section close to the "
-                        "query), or both.",
-                    },
-                    "section": {
-                        "type": "string",
-                        "description": "The section that matched by meaning (Parent > Heading; pass it to "
-                        "notes_read as section); empty: the text before the first heading.",
-                    },
-                },
-                "required": [*NOTE_OBJECT["required"], "snippet", "allWords", "foundBy"],
-            },
-        },
-        "nextCursor": {"type": "string", "description": "Present when more results follow."},
-    },
-    "required": ["workspaceUri", "mode", "words", "results"],
 }
 
 
@@ -334,20 +233,115 @@ def _result(scope: WorkspaceScope, shown: Shown) -> dict[str, Any]:
     return found
 
 
-def notes_search(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_search",
-            "Search notes",
-            "Search a workspace (or a folder inside it) by words or a question in your own words, in titles, "
-            "paths and bodies (and by meaning when the server has a model: ranking says), and/or filter by tags, "
-            "front-matter properties, modification time and folder. Best matches first, with a snippet each, what "
-            "found it (foundBy) and the matching section; mode says whether every hit has every word. Pass "
-            "nextCursor back as cursor for more. Read-only.",
-            INPUT_SCHEMA,
-            OUTPUT_SCHEMA,
-            **READ_ONLY,
-        ),
-        handler=SearchTool(services),
-        right=Right.READ,
-    )
+NOTES_SEARCH = declare(
+    "notes_search",
+    "Search notes",
+    "Search a workspace (or a folder inside it) by words or a question in your own words, in titles, "
+    "paths and bodies (and by meaning when the server has a model: ranking says), and/or filter by tags, "
+    "front-matter properties, modification time and folder. Best matches first, with a snippet each, what "
+    "found it (foundBy) and the matching section; mode says whether every hit has every word. Pass "
+    "nextCursor back as cursor for more. Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI},
+        {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 500,
+                "pattern": r"\w",
+                "description": "What to find, as words or a question in your own words. Notes with the words (after "
+                "dropping words such as 'how' or 'the', and matching word forms: 'sharing' finds 'shared') and, when "
+                "the server has a model, notes that mean the same in other words are ranked together; title and "
+                "alias matches rank highest. Optional when filters are given.",
+            },
+            "tags": {
+                "type": "object",
+                "properties": {"all": _TAG_LIST, "any": _TAG_LIST},
+                "additionalProperties": False,
+                "description": "Keep notes with all of these tags and/or any of them (front matter or #inline; "
+                "'area' also matches 'area/sub'; case-insensitive).",
+            },
+            "properties": {
+                "type": "object",
+                "maxProperties": 10,
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "equals": _PROPERTY_VALUE,
+                        "in": {"type": "array", "items": _PROPERTY_VALUE, "minItems": 1, "maxItems": 50},
+                        "before": {"type": ["string", "number"]},
+                        "after": {"type": ["string", "number"]},
+                    },
+                    "additionalProperties": False,
+                    "minProperties": 1,
+                },
+                "description": 'Front-matter conditions by property name, e.g. {"status": {"equals": "active"}, '
+                '"due": {"before": "2026-04-01"}}. A list property matches when one of its items does; dates '
+                "compare as ISO text.",
+            },
+            "modifiedAfter": _TIME,
+            "modifiedBefore": _TIME,
+            "folder": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 4095,
+                "description": "Only notes below this folder (relative to the workspace root).",
+            },
+            "cursor": {
+                "type": "string",
+                "maxLength": 4000,
+                "description": "nextCursor of the previous page.",
+            },
+            "limit": limit_argument(DEFAULT_LIMIT, MAX_LIMIT),
+        },
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "query": {"type": "string"},
+            "words": {"type": "array", "items": {"type": "string"}, "description": "The words searched for."},
+            "mode": {
+                "enum": ["all_words", "any_words", "filters"],
+                "description": "all_words: every hit has every word; any_words: some hits have only some of the "
+                "words, or were found by meaning; filters: no query, notes passing the filters, newest first.",
+            },
+            "ranking": {
+                "type": "object",
+                "properties": {
+                    "by": {
+                        "enum": ["words", "words_and_meaning"],
+                        "description": "Whether meaning took part in this search (a model is configured).",
+                    },
+                    "model": {"type": "string"},
+                    "reason": {"type": "string", "description": "Why search answers this way."},
+                },
+                "required": ["by", "reason"],
+            },
+            "results": {
+                "type": "array",
+                "items": {
+                    **NOTE_OBJECT,
+                    "properties": {
+                        **NOTE_OBJECT["properties"],
+                        "snippet": {"type": "string", "description": "Matching words are in **bold**."},
+                        "allWords": {"type": "boolean"},
+                        "foundBy": {
+                            "enum": ["words", "meaning", "both"],
+                            "description": "What found the note: its words, its meaning (a section close to the "
+                            "query), or both.",
+                        },
+                        "section": {
+                            "type": "string",
+                            "description": "The section that matched by meaning (Parent > Heading; pass it to "
+                            "notes_read as section); empty: the text before the first heading.",
+                        },
+                    },
+                    "required": [*NOTE_OBJECT["required"], "snippet", "allWords", "foundBy"],
+                },
+            },
+            "nextCursor": {"type": "string", "description": "Present when more results follow."},
+        },
+        ["workspaceUri", "mode", "words", "results"],
+    ),
+    Right.READ,
+)

@@ -17,62 +17,21 @@ endpoint that does not answer), it answers `meaning_unavailable` with the reason
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio.to_thread
 
 from notewarden.embeddings import EmbeddingFailed
 from notewarden.notes.store import MeaningHit, ProgressSink
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.registry import (
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-    object_schema,
-)
-from notewarden.tools.results import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, complete, note_object, progress_sink
+from notewarden.tools.paging import limit_argument
+from notewarden.tools.registry import ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, note_object, progress_sink
+from notewarden.tools.schemas import NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, args, returns
 
-__all__ = ["notes_similar"]
+__all__ = ["NOTES_SIMILAR", "SimilarTool"]
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
-
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "workspaceUri": {"type": "string"},
-        "noteId": {"type": "string"},
-        "model": {"type": "string", "description": "The model that compared the notes."},
-        "results": {
-            "type": "array",
-            "items": {
-                **NOTE_OBJECT,
-                "properties": {
-                    **NOTE_OBJECT["properties"],
-                    "score": {
-                        "type": "number",
-                        "description": "Cosine similarity of the two sections, -1 to 1.",
-                    },
-                    "section": {
-                        "type": "string",
-                        "description": "Its section that matched (Parent > Heading; pass it to notes_read as "
-                        "section); empty: the text before the first heading.",
-                    },
-                    "fromSection": {
-                        "type": "string",
-                        "description": "The section of noteId that matched it.",
-                    },
-                },
-                "required": [*NOTE_OBJECT["required"], "score", "section", "fromSection"],
-            },
-        },
-    },
-    "required": ["workspaceUri", "noteId", "model", "results"],
-}
 
 
 class SimilarTool:
@@ -130,30 +89,46 @@ class SimilarTool:
         )
 
 
-def notes_similar(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_similar",
-            "Notes similar in meaning",
-            "The notes closest in meaning to a note that it does not link to yet, best first, each with the "
-            "section that matched (theirs and the note's own): connections worth making. Needs the server's "
-            "model (notes_search's ranking says whether there is one). Read-only.",
-            object_schema(
-                {
-                    "workspaceUri": WORKSPACE_URI,
-                    "noteId": NOTE_ID,
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_LIMIT,
-                        "default": DEFAULT_LIMIT,
+NOTES_SIMILAR = declare(
+    "notes_similar",
+    "Notes similar in meaning",
+    "The notes closest in meaning to a note that it does not link to yet, best first, each with the "
+    "section that matched (theirs and the note's own): connections worth making. Needs the server's "
+    "model (notes_search's ranking says whether there is one). Read-only.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "noteId": NOTE_ID},
+        {"limit": limit_argument(DEFAULT_LIMIT, MAX_LIMIT)},
+    ),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "noteId": {"type": "string"},
+            "model": {"type": "string", "description": "The model that compared the notes."},
+            "results": {
+                "type": "array",
+                "items": {
+                    **NOTE_OBJECT,
+                    "properties": {
+                        **NOTE_OBJECT["properties"],
+                        "score": {
+                            "type": "number",
+                            "description": "Cosine similarity of the two sections, -1 to 1.",
+                        },
+                        "section": {
+                            "type": "string",
+                            "description": "Its section that matched (Parent > Heading; pass it to notes_read as "
+                            "section); empty: the text before the first heading.",
+                        },
+                        "fromSection": {
+                            "type": "string",
+                            "description": "The section of noteId that matched it.",
+                        },
                     },
+                    "required": [*NOTE_OBJECT["required"], "score", "section", "fromSection"],
                 },
-                ["workspaceUri", "noteId"],
-            ),
-            OUTPUT_SCHEMA,
-            **READ_ONLY,
-        ),
-        handler=SimilarTool(services),
-        right=Right.READ,
-    )
+            },
+        },
+        ["workspaceUri", "noteId", "model", "results"],
+    ),
+    Right.READ,
+)

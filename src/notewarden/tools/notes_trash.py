@@ -13,12 +13,13 @@ confirmed purge (`tools.confirmed.BoundedPurge`, whose steps it follows), with i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
 
+from notewarden.confirm.state import ConfirmationState
 from notewarden.display import visible_line
 from notewarden.ledger import LedgerTxn
 from notewarden.notes.store import TrashedNote
@@ -26,60 +27,32 @@ from notewarden.scope.fs_errors import NoteExists
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.rights import Right
 from notewarden.services import Services
-from notewarden.tools.confirmed import (
-    BoundedPurge,
-    PurgeWords,
-    linted_purge,
-    purge_form,
-    purge_inputs,
-    purge_outputs,
-)
-from notewarden.tools.paging import cursor_key, listing_print, make_cursor, page_properties
-from notewarden.tools.registry import (
-    ADDS,
-    DESTRUCTIVE,
-    READ_ONLY,
-    ToolCall,
-    ToolDef,
-    ToolFailure,
-    ToolResult,
-    declare,
-)
-from notewarden.tools.results import (
-    NOTE_ID,
-    NOTE_OBJECT,
-    WORKSPACE_URI,
-    complete,
-    iso8601,
-    note_object,
-    require_note_path,
-)
+from notewarden.tools.confirmed import BoundedPurge, PurgeWords, declare_purge, linted_purge, purge_form
+from notewarden.tools.paging import listing_print, page_after, page_properties
+from notewarden.tools.registry import ADDS, ToolCall, ToolFailure, ToolResult, declare
+from notewarden.tools.results import complete, iso8601, note_object, require_note_path
+from notewarden.tools.schemas import ISSUED_ID, NOTE_ID, NOTE_OBJECT, WORKSPACE_URI, args, returns
 
 __all__ = [
+    "NOTES_RESTORE",
+    "NOTES_TRASH_EMPTY",
+    "NOTES_TRASH_LIST",
     "PHASE",
     "TRASH_EMPTY_INPUT_KEY",
-    "notes_restore",
-    "notes_trash_empty",
-    "notes_trash_list",
+    "TrashTools",
     "trash_empty_form",
 ]
 
-PHASE = "notes_trash_empty/confirm"
 TRASH_EMPTY_INPUT_KEY = "empty_trash"
 EMPTY_WORDS = PurgeWords(
-    "emptied", "nothing_to_empty", "nothing was deleted", TRASH_EMPTY_INPUT_KEY, PHASE, "trash_changed", "the trash",
-    " notes",
+    "notes_trash_empty", "emptied", "nothing_to_empty", "nothing was deleted", TRASH_EMPTY_INPUT_KEY, "trash_changed",
+    "the trash", " notes",
 )  # fmt: skip
+PHASE = EMPTY_WORDS.phase
 PAGE_SIZE, MAX_PAGE = 100, 500
 SHOWN_IN_FORM = 20
 SHOWN_IN_RESULT = 100
-TRASH_ID: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 200,
-    "pattern": "^[A-Za-z0-9._-]+$",
-    "description": "A trashId from notes_trash_list or notes_delete.",
-}
+TRASH_ID: dict[str, Any] = {**ISSUED_ID, "description": "A trashId from notes_trash_list or notes_delete."}
 TRASHED: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -117,26 +90,22 @@ class TrashTools:
     async def list_entries(self, call: ToolCall) -> ToolResult:
         scope = self.services.grants.authorize_workspace(call.caller, call.arguments["workspaceUri"])
         entries = await anyio.to_thread.run_sync(self._entries, scope)
-        start = 0
-        print_ = listing_print("notes_trash_list", scope.uri)
-        if "cursor" in call.arguments:
-            ids = [e.trash_id for e in entries]
-            (after,) = cursor_key(call.arguments["cursor"], print_, made_by="notes_trash_list", shape=(str,))
-            if after not in ids:
-                raise ToolFailure(
-                    "invalid_cursor",
-                    "the entry this cursor resumes after has left the trash; omit it to start over",
-                )
-            start = ids.index(after) + 1
-        limit = call.arguments.get("limit", PAGE_SIZE)
-        page = entries[start : start + limit]
+        page, more = page_after(
+            entries,
+            lambda e: e.trash_id,
+            call.arguments,
+            listing_print("notes_trash_list", scope.uri),
+            made_by="notes_trash_list",
+            default=PAGE_SIZE,
+            gone="the entry this cursor resumes after has left the trash",
+        )
         structured: dict[str, Any] = {
             "workspaceUri": str(scope.uri),
             "count": len(entries),
             "entries": [trashed_object(e) for e in page],
         }
-        if start + limit < len(entries):
-            structured["nextCursor"] = make_cursor([page[-1].trash_id], print_)
+        if more is not None:
+            structured["nextCursor"] = more
         return complete(structured)
 
     # notes_restore
@@ -178,12 +147,10 @@ class TrashTools:
             select,
             entry_key,
             empty_request,
-            change=lambda entries, _: f"{len(entries)} note(s) permanently deleted from the trash",
-            purge=lambda txn, scope, entries, change, progress: store.purge_trash(
-                txn, scope, entries, change=change, progress=progress
-            ),
-            result=lambda outcome, scope, purged: empty_result(outcome, str(scope.uri), purged),
-            receipt=lambda result, _purged, _state: empty_receipt(result),
+            store.purge_trash,
+            empty_result,
+            emptied,
+            empty_receipt,
         ).run(self.services, call)
 
 
@@ -208,108 +175,66 @@ def trash_empty_form(workspace: str, count: int, listing: Sequence[str], more: i
     return purge_form(f"{notes} from the trash of workspace {workspace}", notes, listing, more)
 
 
-def empty_result(outcome: str, workspace: str, purged: Sequence[TrashedNote]) -> dict[str, Any]:
+def empty_result(outcome: str, scope: WorkspaceScope, purged: Sequence[TrashedNote]) -> dict[str, Any]:
     return {
         "outcome": outcome,
-        "workspaceUri": workspace,
+        "workspaceUri": str(scope.uri),
         "purged": len(purged),
         "purgedNotes": [trashed_object(e) for e in purged[:SHOWN_IN_RESULT]],
     }
 
 
-def empty_receipt(result: Mapping[str, Any]) -> str:
+def emptied(purged: Sequence[TrashedNote], _scope: WorkspaceScope, _state: ConfirmationState) -> str:
+    """The change emptying the trash made, as its history and its record keep it."""
+    return f"{len(purged)} note(s) permanently deleted from the trash"
+
+
+def empty_receipt(purged: Sequence[TrashedNote], scope: WorkspaceScope, _state: ConfirmationState) -> str:
     """What emptying the trash did, in a sentence (for a replay's receipt)."""
-    names = ", ".join(visible_line(e["id"]) for e in result["purgedNotes"][:SHOWN_IN_FORM])
-    more = f" and {result['purged'] - SHOWN_IN_FORM} more" if result["purged"] > SHOWN_IN_FORM else ""
-    return f"{result['purged']} notes were permanently deleted from the trash of {result['workspaceUri']}: {names}{more}"
+    names = ", ".join(visible_line(e.note_id) for e in purged[:SHOWN_IN_FORM])
+    more = f" and {len(purged) - SHOWN_IN_FORM} more" if len(purged) > SHOWN_IN_FORM else ""
+    return f"{len(purged)} notes were permanently deleted from the trash of {scope.uri}: {names}{more}"
 
 
-def notes_trash_list(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_trash_list",
-            "List the trash",
-            f"List the notes in a workspace's trash, newest deletion first ({PAGE_SIZE} a page by "
-            f"default, limit up to {MAX_PAGE}; pass nextCursor back as cursor). Each can be put back with "
-            "notes_restore. Read-only.",
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    **page_properties(PAGE_SIZE, MAX_PAGE, "entries"),
-                },
-                "required": ["workspaceUri"],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "count": {"type": "integer", "minimum": 0},
-                    "entries": {"type": "array", "items": TRASHED},
-                    "nextCursor": {"type": "string"},
-                },
-                "required": ["workspaceUri", "count", "entries"],
-            },
-            **READ_ONLY,
-        ),
-        handler=TrashTools(services).list_entries,
-        right=Right.READ,
-    )
-
-
-def notes_restore(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_restore",
-            "Restore a note",
-            "Put a note from the trash back where it was (or at newPath), byte for byte. "
-            "Never replaces an existing file.",
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": WORKSPACE_URI,
-                    "trashId": TRASH_ID,
-                    "newPath": {
-                        **NOTE_ID,
-                        "description": "Restore under this id instead of the original one.",
-                    },
-                },
-                "required": ["workspaceUri", "trashId"],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "workspaceUri": {"type": "string"},
-                    "trashId": {"type": "string"},
-                    "note": NOTE_OBJECT,
-                },
-                "required": ["workspaceUri", "trashId", "note"],
-            },
-            **ADDS,
-        ),
-        handler=TrashTools(services).restore,
-        right=Right.WRITE,
-    )
-
-
-def notes_trash_empty(services: Services) -> ToolDef:
-    return ToolDef(
-        tool=declare(
-            "notes_trash_empty",
-            "Empty the trash",
-            "Permanently delete the notes in a workspace's trash (all, or those deleted more than "
-            "olderThanDays ago). The user sees how many and which, and confirms in a form (elicitation); "
-            "nothing is deleted without that. This cannot be undone.",
-            purge_inputs(),
-            purge_outputs(
-                "emptied",
-                "nothing_to_empty",
-                purgedNotes={"type": "array", "items": TRASHED, "description": "The first 100 purged."},
-            ),
-            **DESTRUCTIVE,
-        ),
-        handler=TrashTools(services).empty,
-        right=Right.PURGE,
-    )
+NOTES_TRASH_LIST = declare(
+    "notes_trash_list",
+    "List the trash",
+    f"List the notes in a workspace's trash, newest deletion first ({PAGE_SIZE} a page by "
+    f"default, limit up to {MAX_PAGE}; pass nextCursor back as cursor). Each can be put back with "
+    "notes_restore. Read-only.",
+    args({"workspaceUri": WORKSPACE_URI}, page_properties(PAGE_SIZE, MAX_PAGE, "entries")),
+    returns(
+        {
+            "workspaceUri": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0},
+            "entries": {"type": "array", "items": TRASHED},
+            "nextCursor": {"type": "string"},
+        },
+        ["workspaceUri", "count", "entries"],
+    ),
+    Right.READ,
+)
+NOTES_RESTORE = declare(
+    "notes_restore",
+    "Restore a note",
+    "Put a note from the trash back where it was (or at newPath), byte for byte. "
+    "Never replaces an existing file.",
+    args(
+        {"workspaceUri": WORKSPACE_URI, "trashId": TRASH_ID},
+        {"newPath": {**NOTE_ID, "description": "Restore under this id instead of the original one."}},
+    ),
+    returns(
+        {"workspaceUri": {"type": "string"}, "trashId": {"type": "string"}, "note": NOTE_OBJECT},
+        ["workspaceUri", "trashId", "note"],
+    ),
+    Right.WRITE,
+    ADDS,
+)
+NOTES_TRASH_EMPTY = declare_purge(
+    EMPTY_WORDS,
+    "Empty the trash",
+    "Permanently delete the notes in a workspace's trash (all, or those deleted more than "
+    "olderThanDays ago). The user sees how many and which, and confirms in a form (elicitation); "
+    "nothing is deleted without that. This cannot be undone.",
+    listed={"purgedNotes": {"type": "array", "items": TRASHED, "description": "The first 100 purged."}},
+)

@@ -20,11 +20,14 @@ import base64
 import binascii
 import hashlib
 import json
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from notewarden.tools.registry import ToolFailure
 
-__all__ = ["cursor_key", "listing_print", "make_cursor", "page_properties"]
+__all__ = ["cursor_key", "limit_argument", "listing_print", "make_cursor", "page_after", "page_properties"]
+
+T = TypeVar("T")
 
 
 def listing_print(tool: str, *parts: object) -> str:
@@ -52,19 +55,43 @@ def cursor_key(cursor: str, print_: str, *, made_by: str, shape: tuple[type, ...
     )
 
 
+def limit_argument(default: int, largest: int) -> dict[str, Any]:
+    """Rule 3: a listing's `limit` argument."""
+    return {"type": "integer", "minimum": 1, "maximum": largest, "default": default}
+
+
 def page_properties(default: int, largest: int, items: str, *, cursor_chars: int = 400) -> dict[str, Any]:
-    """Rule 3: the `cursor` and `limit` properties of a listing's input schema."""
+    """Rule 3: the `cursor` and `limit` arguments of a listing."""
     return {
         "cursor": {
             "type": "string",
             "maxLength": cursor_chars,
             "description": "nextCursor of the previous page.",
         },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": largest,
-            "default": default,
-            "description": f"Most {items} on this page.",
-        },
+        "limit": {**limit_argument(default, largest), "description": f"Most {items} on this page."},
     }
+
+
+def page_after(
+    items: Sequence[T],
+    key: Callable[[T], str],
+    arguments: Mapping[str, Any],
+    print_: str,
+    *,
+    made_by: str,
+    default: int,
+    gone: str,
+) -> tuple[Sequence[T], str | None]:
+    """Rule 1 for a listing read whole (a note's history, the trash): the page after the item whose
+    `key` the cursor holds, and the cursor of the next page (None on the last). A cursor whose item
+    has gone is refused with `invalid_cursor`, saying so (`gone`)."""
+    start = 0
+    if "cursor" in arguments:
+        keys = [key(item) for item in items]
+        (after,) = cursor_key(arguments["cursor"], print_, made_by=made_by, shape=(str,))
+        if after not in keys:
+            raise ToolFailure("invalid_cursor", f"{gone}; omit it to start over")
+        start = keys.index(after) + 1
+    limit = arguments.get("limit", default)
+    page = items[start : start + limit]
+    return page, make_cursor([key(page[-1])], print_) if start + limit < len(items) else None

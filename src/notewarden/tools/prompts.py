@@ -33,7 +33,7 @@ from notewarden.scope.rights import Caller, Right, RightMissing
 from notewarden.services import Services
 from notewarden.tools.results import COMPLETION_MAX, completion, note_uri
 
-__all__ = ["PROMPTS", "NotePrompts", "PromptDef"]
+__all__ = ["PROMPTS", "NotePrompts", "PromptDef", "declare_prompt"]
 
 Ctx = ServerRequestContext[Any, Any]
 MARKDOWN = "text/markdown"
@@ -65,15 +65,28 @@ class PromptDef:
     """Whether the note named by `noteId` goes with the request, as an embedded resource."""
 
 
+def declare_prompt(
+    name: str,
+    title: str,
+    description: str,
+    arguments: list[types.PromptArgument],
+    right: Right,
+    text: Callable[[dict[str, str]], str],
+    *,
+    embeds_note: bool = False,
+) -> PromptDef:
+    """A prompt as `prompts/list` shows it, the one right its workflow needs (Rule 1) and its text."""
+    prompt = types.Prompt(name=name, title=title, description=description, arguments=arguments)
+    return PromptDef(prompt, right, text, embeds_note)
+
+
 PROMPTS: tuple[PromptDef, ...] = (
-    PromptDef(
-        types.Prompt(
-            name="review_changes",
-            title="Review what changed",
-            description="What changed in a workspace or folder since a day, who changed it, and what looks "
-            "unfinished. Changes nothing.",
-            arguments=[WORKSPACE, SINCE],
-        ),
+    declare_prompt(
+        "review_changes",
+        "Review what changed",
+        "What changed in a workspace or folder since a day, who changed it, and what looks "
+        "unfinished. Changes nothing.",
+        [WORKSPACE, SINCE],
         Right.READ,
         lambda a: (
             f"Review what changed in {a['workspaceUri']} since {a.get('since') or 'today'}.\n"
@@ -84,13 +97,11 @@ PROMPTS: tuple[PromptDef, ...] = (
             "Do not change any note."
         ),
     ),
-    PromptDef(
-        types.Prompt(
-            name="summarize_folder",
-            title="Summarize a folder",
-            description="A summary of the notes of a folder, grouped by topic, with links to them. Changes nothing.",
-            arguments=[WORKSPACE],
-        ),
+    declare_prompt(
+        "summarize_folder",
+        "Summarize a folder",
+        "A summary of the notes of a folder, grouped by topic, with links to them. Changes nothing.",
+        [WORKSPACE],
         Right.READ,
         lambda a: (
             f"Summarize the notes in {a['workspaceUri']}.\n"
@@ -101,14 +112,12 @@ PROMPTS: tuple[PromptDef, ...] = (
             "Do not change any note."
         ),
     ),
-    PromptDef(
-        types.Prompt(
-            name="tidy_tags",
-            title="Tidy up tags",
-            description="Find tags that are spelled several ways (case, plural, typos) and merge them, each "
-            "merge shown first and agreed.",
-            arguments=[WORKSPACE],
-        ),
+    declare_prompt(
+        "tidy_tags",
+        "Tidy up tags",
+        "Find tags that are spelled several ways (case, plural, typos) and merge them, each "
+        "merge shown first and agreed.",
+        [WORKSPACE],
         Right.WRITE,
         lambda a: (
             f"Tidy up the tags of {a['workspaceUri']}.\n"
@@ -120,14 +129,12 @@ PROMPTS: tuple[PromptDef, ...] = (
             "Never delete a note."
         ),
     ),
-    PromptDef(
-        types.Prompt(
-            name="meeting_to_tasks",
-            title="Turn a meeting note into tasks",
-            description="The action items of a meeting note as a task list under a Tasks heading of the same "
-            "note, shown first and agreed.",
-            arguments=[WORKSPACE, NOTE],
-        ),
+    declare_prompt(
+        "meeting_to_tasks",
+        "Turn a meeting note into tasks",
+        "The action items of a meeting note as a task list under a Tasks heading of the same "
+        "note, shown first and agreed.",
+        [WORKSPACE, NOTE],
         Right.WRITE,
         lambda a: (
             f"The meeting note {a['noteId']} of {a['workspaceUri']} is above.\n"

@@ -1,5 +1,10 @@
 """Tool registry: definitions, argument validation, and the error table.
 
+A tool is declared one way, beside its handler: `declare(name, title, description, args(...),
+returns(...), right)` (`tools.schemas`): the one right a call needs, from which its hints follow
+(`HINTS_OF_RIGHT`; a `write` tool names its kind of write); `tools.catalog` gives each its handler
+(`served_by`).
+
 Every tool declares the one right it needs (`scope.rights` Rule 1). `tools/list` shows a caller
 the tools whose right it holds somewhere (live configuration, narrowed by its credential), sorted
 by name: one listing per set of rights, computed once, so the same caller always gets the same
@@ -51,9 +56,13 @@ from notewarden.scope.rights import Caller, Right, RightMissing, describe_rights
 
 __all__ = [
     "ADDS",
+    "ADDS_ONCE",
     "DESTRUCTIVE",
     "ERROR_CODES",
+    "HINTS_OF_RIGHT",
     "READ_ONLY",
+    "REPLACES",
+    "DeclaredTool",
     "LiveElicitation",
     "MissingCapability",
     "ToolCall",
@@ -63,7 +72,6 @@ __all__ = [
     "ToolResult",
     "declare",
     "known_failure",
-    "object_schema",
     "require_form_elicitation",
     "tool_error",
 ]
@@ -244,32 +252,63 @@ READ_ONLY: Mapping[str, bool] = {"read_only_hint": True, "destructive_hint": Fal
 """The hints of a tool that only reads (`docs/notes-toolset.md` says why each tool's hints are what they are)."""
 ADDS: Mapping[str, bool] = {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False}
 """The hints of a tool that writes without replacing or removing anything (create, restore, publish)."""
+ADDS_ONCE: Mapping[str, bool] = {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True}
+"""The hints of a tool that adds what is missing, and nothing when called again (the daily note)."""
+REPLACES: Mapping[str, bool] = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True}
+"""The hints of a tool that replaces content, the same call again changing nothing more (update, revert)."""
 DESTRUCTIVE: Mapping[str, bool] = {
     "read_only_hint": False,
     "destructive_hint": True,
     "idempotent_hint": False,
 }
 """The hints of a tool that replaces or removes, and does more when called again (delete, purge)."""
-
-
-def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    """A closed object: the named properties, no others."""
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+HINTS_OF_RIGHT: Mapping[Right, Mapping[str, bool]] = {
+    Right.READ: READ_ONLY,
+    Right.DELETE: DESTRUCTIVE,
+    Right.PURGE: DESTRUCTIVE,
+    Right.PUBLISH: {**ADDS, "open_world_hint": True},
+}
+"""A tool's hints follow from the one right it needs, so they cannot claim less than it may do; only
+a tool needing `write` says which write it makes (`ADDS`, `ADDS_ONCE`, `REPLACES`, `DESTRUCTIVE`).
+Publishing sends to a configured target: the one tool whose world is open."""
 
 
 def declare(
-    name: str, title: str, description: str, inputs: dict[str, Any], outputs: dict[str, Any], **hints: bool
-) -> types.Tool:
-    """A tool as `tools/list` shows it. Every notes tool acts on its workspace only: `open_world_hint`
-    is false unless a tool says otherwise (`notes_publish` sends to a configured target)."""
-    return types.Tool(
+    name: str,
+    title: str,
+    description: str,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    right: Right,
+    hints: Mapping[str, bool] | None = None,
+) -> DeclaredTool:
+    """A tool as `tools/list` shows it (`inputs` from `schemas.args`, `outputs` from
+    `schemas.returns`) and the one right a call of it needs. `hints` only for a tool needing
+    `write`: every other tool's follow from its right (`HINTS_OF_RIGHT`)."""
+    if (hints is None) == (right is Right.WRITE):
+        raise ValueError(f"{name}: hints are given for a tool needing the write right, and only for it")
+    tool = types.Tool(
         name=name,
         title=title,
         description=description,
-        input_schema=inputs,
-        output_schema=outputs,
-        annotations=types.ToolAnnotations(title=title, **{"open_world_hint": False, **hints}),
+        input_schema=dict(inputs),
+        output_schema=dict(outputs),
+        annotations=types.ToolAnnotations(
+            title=title, **{"open_world_hint": False, **(hints or HINTS_OF_RIGHT[right])}
+        ),
     )
+    return DeclaredTool(tool, right)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredTool:
+    """What `declare` made: the tool and its right, waiting for the handler that serves it."""
+
+    tool: types.Tool
+    right: Right
+
+    def served_by(self, handler: ToolHandler) -> ToolDef:
+        return ToolDef(self.tool, handler, self.right)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""What the note tools have in common: argument schemas, the note object, results, progress.
+"""What the note tools have in common at run time: the note object, results, progress (what they
+declare is `tools.schemas`).
 
 Every result of these tools carries `structuredContent` and, in one text block, exactly the same
 object serialized as JSON (spec: TOOLS-5), so a client that reads only text loses nothing. That text
@@ -30,9 +31,6 @@ ProgressReporter = Callable[[float, float | None, str | None], Awaitable[None]]
 
 __all__ = [
     "COMPLETION_MAX",
-    "NOTE_ID",
-    "NOTE_OBJECT",
-    "WORKSPACE_URI",
     "complete",
     "completion",
     "iso8601",
@@ -41,34 +39,6 @@ __all__ = [
     "progress_sink",
     "require_note_path",
 ]
-
-WORKSPACE_URI: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 4096,
-    "description": "file: URI of a workspace granted to you, or of a folder inside it "
-    "(e.g. file:///srv/notes/team-a). The URI alone grants nothing.",
-}
-NOTE_ID: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 4095,
-    "description": "The note's id: its path relative to the workspace root, as notes_list and "
-    "notes_search return it (e.g. reports/tps-2019.md).",
-}
-NOTE_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "description": "Path relative to the workspace root."},
-        "title": {"type": "string"},
-        "uri": {"type": "string", "description": "The note as a resource (resources/read)."},
-        "size": {"type": "integer", "minimum": 0},
-        "modified": {"type": "string", "format": "date-time"},
-        "version": {"type": "string", "description": "Pass as expectedVersion to notes_update."},
-    },
-    "required": ["id", "title", "uri", "size", "modified"],
-}
-
 
 COMPLETION_MAX = 100
 """Values one `completion/complete` answer offers (the spec's cap)."""
