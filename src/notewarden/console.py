@@ -19,6 +19,7 @@ from notewarden.notes.ownership import Relation, describe_ledger
 from notewarden.scope.rights import ALL_RIGHTS, Right, describe_rights
 from notewarden.scope.sandbox import SandboxReport
 from notewarden.services import Services
+from notewarden.storage import NOTE_STORES
 from notewarden.version import __version__
 
 __all__ = ["startup_block"]
@@ -63,7 +64,7 @@ def startup_block(
     where = f"over HTTP at {url}" if url is not None else "over stdio"
     identity = services.ledger.identity
     storage = (
-        f"notes in {'the workspace folders' if config.storage.notes == 'files' else config.storage.notes}; "
+        f"notes in {'the workspace folders' if NOTE_STORES[config.storage.notes].kept_as == 'files' else config.storage.notes}; "
         f"confirmations in {describe_ledger(identity.kind, identity.location)}"
     )
     workspaces = [

@@ -136,13 +136,17 @@ def sqlite_path(config: Config) -> Path:
 
 
 def _open_sqlite(config: Config, components: list[SchemaComponent], check_schema: bool) -> Ledger:
-    """Created and upgraded by whichever process opens it (`check_schema` does not apply)."""
+    """Created and upgraded by whichever process opens it (`check_schema` does not apply). Its WAL is
+    checkpointed by a thread (`ledger.sqlite` Rule 2): with `notes = "sqlite"` a write is up to the
+    size of a note, and a checkpoint inside its `COMMIT` would cost every second large write
+    another copy and sync of it."""
     settings = config.storage
     return SqliteLedger(
         sqlite_path(config),
         components=components,
         durability=settings.durability,
         pool_size=settings.pool_size,
+        checkpoint="background",
     )
 
 

@@ -142,6 +142,7 @@ def exercise(store: SqlNoteStore, recorder: RecordingLedger) -> None:
     store.search(folder, ["team03"], after=page[-1].position, limit=10)
     assert store.search(everywhere, ["budget", "zeppelin"], after=None, limit=5, match="any")
     assert store.search(everywhere, ["budget", "team03", "zeppelin"], after=None, limit=5, match="rarer")
+    assert len(store.read_notes(everywhere, ["team02/report-00042.md", "team03/report-00003.md"])) == 2
     # what notes know; a move first, so that its notes are the recent ones
     started = time.time_ns()
     preview = store.move_note(

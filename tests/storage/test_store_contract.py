@@ -158,6 +158,13 @@ def test_reads_writes_search_and_the_trash(kit: Kit) -> None:
     rest = store.search(everywhere, ["page"], after=first[-1].position, limit=10)
     assert sorted(h.note.id for h in first + rest) == [f"p/n{i}.md" for i in range(5)]
 
+    read = store.read_notes(everywhere, ["p/n1.md", "p/none.md", "p/n0.md"])
+    assert {i: r.data for i, r in read.items()} == {
+        "p/n1.md": b"# Page 1\n\nreport number 1\n",
+        "p/n0.md": b"# Page 0\n\nreport number 0\n",
+    }, "many notes in one read; a missing one left out"
+    assert read["p/n1.md"].note == store.read_note(everywhere, "p/n1.md").note
+    assert store.read_notes(kit.scope("q"), ["p/n0.md"]) == {}, "outside the reach: nothing read"
     with pytest.raises(NoteMissing):
         store.notes_by_id(everywhere, ["p/n0.md", "p/none.md"])
     current = store.read_note(everywhere, "p/n0.md")

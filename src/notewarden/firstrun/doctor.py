@@ -31,6 +31,7 @@ from notewarden.notes.ownership import sharing_notice, sharing_refusal
 from notewarden.scope.rights import BUNDLES, Right, describe_rights
 from notewarden.sealing import KEYS_ENV, SealingKeyError, key_file_problem, keys_from_env
 from notewarden.setup_checks import state_dir_problem, workspace_problems, workspaces_problem
+from notewarden.storage import LEDGERS
 from notewarden.trashcommand import trash_reports
 
 __all__ = ["CHECKS", "Finding", "run_doctor"]
@@ -165,7 +166,7 @@ def _inotify(config: Config) -> Iterator[Finding]:
 
 
 def _sealing_keys(config: Config) -> Iterator[Finding]:
-    shared_ledger = config.storage.ledger == "postgres"
+    shared_ledger = LEDGERS[config.storage.ledger].shared
     try:
         keys = keys_from_env()
     except SealingKeyError as exc:

@@ -453,6 +453,15 @@ class FilesNoteStore:
             Note(note_id, extract_title(data, note_id), NoteIdentity.of_file(identity)), data
         )
 
+    def read_notes(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> dict[str, store.NoteContent]:
+        found = {}
+        for note_id in note_ids:
+            try:
+                found[note_id] = self.read_note(scope, note_id)
+            except FsError:
+                continue
+        return found
+
     def create_note(
         self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change
     ) -> store.NoteContent:

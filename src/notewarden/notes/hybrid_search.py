@@ -19,7 +19,8 @@ again for every page (the tail needs its notes), so a page costs what the first 
 A note found by meaning alone must be at least `MEANING_FLOOR` close.
 
 Rule 3 (snippets): a hit found by words shows the store's snippet (`notes.snippets`); one found by
-meaning only shows the start of the section that matched.
+meaning only shows the start of the section that matched, the page's such notes read together
+(`read_notes`: one statement on the SQL stores, not one per note).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from notewarden.notes.markdown import HeadingLookupError, find_heading, headings
 from notewarden.notes.ranking import Candidate, Fused, fuse
 from notewarden.notes.snippets import snippet
 from notewarden.notes.store import NoteFilter, NoteStore, ProgressSink, SearchHit, SearchMatch, phased
-from notewarden.scope.fs_errors import FsError
 from notewarden.scope.grants import WorkspaceScope
 
 if TYPE_CHECKING:
@@ -151,17 +151,18 @@ def search_page(
 def _with_section_snippets(
     store: NoteStore, scope: WorkspaceScope, page: list[Shown], terms: Sequence[str]
 ) -> list[Shown]:
-    """Rule 3: the snippets of the hits shown: the store's for words, the section's for meaning alone."""
+    """Rule 3: the snippets of the hits shown: the store's for words, the section's for meaning alone
+    (their notes read in one `read_notes`)."""
+    alone = [s.hit.note.id for s in page if s.hit.hit is None and s.hit.section is not None]
+    bodies = store.read_notes(scope, alone) if alone else {}
     done = []
     for shown in page:
         hit = shown.hit
         if hit.hit is not None:
             text = hit.hit.snippet
         elif hit.section is not None:
-            try:
-                whole = store.read_note(scope, hit.note.id).data.decode("utf-8", errors="replace")
-            except FsError:
-                whole = ""
+            read = bodies.get(hit.note.id)
+            whole = read.data.decode("utf-8", errors="replace") if read is not None else ""
             part = whole
             if hit.section:
                 try:

@@ -260,6 +260,7 @@ def _sql(dialect: str) -> dict[str, str]:
         "page": f"SELECT {columns} FROM notes n WHERE n.workspace = ? AND n.title IS NOT NULL AND n.path > ?"
         "{within} ORDER BY n.path LIMIT ?",
         "read": f"SELECT n.body, {columns} FROM notes n WHERE n.workspace = ? AND n.path = ?",
+        "reads": f"SELECT n.body, {columns} FROM notes n WHERE n.workspace = ? AND n.path IN ({{marks}})",
         "exists": "SELECT 1 FROM notes WHERE workspace = ? AND path = ?",
         "insert": f"INSERT INTO notes (workspace, path, body, modified_ns, {', '.join(derived)}, derived_version) "
         f"VALUES (?, ?, ?, ?, {values}, 1) ON CONFLICT (workspace, path) DO NOTHING "
@@ -410,12 +411,13 @@ _POSTGRES_QUERIES = {
     "AND n.title IS NOT NULL{within} AND n.title_grams @> ?::text[] AND EXISTS (SELECT 1 FROM "
     "json_array_elements_text(n.title_keys::json) k WHERE k LIKE ALL (?::text[])) ORDER BY n.path",
     # {rank}: each term's ts_rank weighted by its rarity, `_pg_rank` (Rule 2), over `d.search`: the
-    # row's tsvector read from TOAST once, not once per term (OFFSET 0 keeps it one value)
+    # row's tsvector read from TOAST once, not once per term (OFFSET 0 keeps it one value); the rank
+    # computed once per row, not again in the page's condition (the second OFFSET 0)
     "search": f"SELECT {_PAGE_COLUMNS}, left(n.body, {SNIPPET_SCAN_CHARS}), n.front_matter FROM (SELECT * FROM "
     f"(SELECT {_COLUMNS['postgres']}, -({{rank}})::float8 AS score "
     "FROM notes n, (SELECT ?::tsquery AS query{weights}) q, "
     "LATERAL (SELECT n.search || ''::tsvector AS search OFFSET 0) d WHERE n.search @@ q.query "
-    "AND n.workspace = ? AND n.title IS NOT NULL{within}) hit WHERE (hit.score, hit.path) > (?, ?) "
+    "AND n.workspace = ? AND n.title IS NOT NULL{within} OFFSET 0) hit WHERE (hit.score, hit.path) > (?, ?) "
     "ORDER BY hit.score, hit.path LIMIT ?) page JOIN notes n ON n.id = page.id ORDER BY page.score, page.path",
     "lexeme_stats": "SELECT most_common_elems::text::text[], most_common_elem_freqs, (SELECT reltuples "
     "FROM pg_class WHERE oid = 'notes'::regclass) FROM pg_stats "
@@ -856,6 +858,15 @@ def _note(row: Sequence[Any]) -> Note:
     return Note(id=path, title=title, identity=_identity(row_id, version, modified_ns, size))
 
 
+def _content(row: Sequence[Any]) -> NoteContent:
+    """A `read` row: the body, then the listed columns."""
+    body, *listed = row
+    note = _note(listed)
+    if not listed[6] or note.title is None:  # written since by another program, or large (Rule 3)
+        note = Note(note.id, derived_title(note.id, body), note.identity)
+    return NoteContent(note, body.encode())
+
+
 def _like_contains(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -1194,19 +1205,22 @@ class SqlNoteStore:
             return db.execute(statement, [workspace, *(n.note for n in near), *bounds, *kept_params])
 
         listed = {row[0]: row for row in self._query(scope, run)}
+        shown = [n for n in near if n.note in listed][:limit]
         return [
             MeaningHit(
                 _note(listed[n.note]), n.section, n.score, tuple(aliases_of(_json_object(listed[n.note][7])))
             )
-            for n in near
-            if n.note in listed
-        ][:limit]
+            for n in shown
+        ]
 
     def _kept_by_filters(self, workspace: str, filters: NoteFilter | None) -> set[str] | None:
         """The notes a selective filter keeps (Rule 6's drivers), or None: then each hit is tested."""
+        drivers = _drivers(filters, workspace)
+        if not drivers:
+            return None
         with self._ledger.snapshot() as db:
             sql = _STATEMENTS[db.dialect]
-            for driver, params in _drivers(filters, workspace):
+            for driver, params in drivers:
                 ((count,),) = db.execute(
                     sql["filter_count"].format(driver=driver), [*params, FILTER_FIRST_CAP]
                 )
@@ -1658,15 +1672,27 @@ class SqlNoteStore:
         with self._ledger.snapshot() as db:
             return self._read(db, scope, note_id)
 
+    def read_notes(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> dict[str, NoteContent]:
+        """As `read_note` for each, in one statement (Rule 2)."""
+        paths = []
+        for note_id in note_ids:
+            try:
+                paths.append(_inside(scope, note_id))
+            except FsError:
+                continue
+        found: dict[str, NoteContent] = {}
+        with self._ledger.snapshot() as db:
+            for chunk in _chunks(paths):
+                statement = _STATEMENTS[db.dialect]["reads"].format(marks=_marks(chunk))
+                rows = db.execute(statement, (str(scope.workspace), *chunk))
+                found.update((row[1], _content(row)) for row in rows)
+        return found
+
     def _read(self, db: SqlSession, scope: WorkspaceScope, note_id: str) -> NoteContent:
         rows = db.execute(_STATEMENTS[db.dialect]["read"], (str(scope.workspace), _inside(scope, note_id)))
         if not rows:
             raise NoteMissing(f"note {note_id!r} does not exist in {scope.uri}")
-        body, *listed = rows[0]
-        note = _note(listed)
-        if not listed[6] or note.title is None:  # written since by another program, or large (Rule 3)
-            note = Note(note.id, derived_title(note_id, body), note.identity)
-        return NoteContent(note, body.encode())
+        return _content(rows[0])
 
     # --- writing -----------------------------------------------------------------------------
 

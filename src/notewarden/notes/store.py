@@ -516,6 +516,11 @@ class NoteStore(Protocol):
 
     def read_note(self, scope: WorkspaceScope, note_id: str) -> NoteContent: ...
 
+    def read_notes(self, scope: WorkspaceScope, note_ids: Sequence[str]) -> dict[str, NoteContent]:
+        """These notes by id, as `read_note` reads each, in one read where the store can (a search
+        page's snippets, issue 25); a note that cannot be read (an `fs_errors.FsError`) is left out."""
+        ...
+
     def create_note(self, scope: WorkspaceScope, note_id: str, data: bytes, *, change: Change) -> NoteContent:
         """Create exclusively (`fs_errors.NoteExists` if the id is taken); missing folders are made."""
         ...

@@ -17,6 +17,29 @@ Connections come from a bounded pool (`SqlitePool`, `[storage] pool_size`), take
 given back: worker threads come and go (anyio retires one idle for 10 s), and a connection per
 thread for the life of the process opened new ones after every pause, three descriptors each
 (the file, its WAL, its shared memory), forever.
+
+Checkpoints (`checkpoint=`), copying the WAL back into the database file:
+Rule 1: "inline" (the default here, SQLite's own behaviour): the `COMMIT` that takes the WAL past
+  1,000 pages checkpoints before it returns. A library embedded in someone else's process starts
+  no thread unless asked, and a ledger of small confirmation rows crosses that mark rarely.
+Rule 2: "background" (what notewarden's own ledger uses: a note write is up to megabytes, and a
+  checkpoint's copy and sync would otherwise land on every second large write's request): one
+  named daemon thread per ledger runs `PRAGMA wal_checkpoint(PASSIVE)` on its own connection,
+  woken by each commit of this ledger, at most one per `_CHECKPOINT_INTERVAL_SECONDS` while commits
+  keep coming, and waiting on an event, never polling, while none do.
+Rule 3: the WAL stays bounded whatever the thread does: it is truncated to `_WAL_CAP_PAGES` frames
+  (`journal_size_limit`) each time it starts again, so a WAL file larger than that holds more
+  frames than the cap; the commit that finds it so (the thread behind on a busy disk, or dead)
+  checkpoints inline, after the thread's round if one is running (one checkpoint of the ledger at a
+  time, so neither is refused as busy), holding the ledger's write lock, so the next write finds
+  the WAL copied back and starts it again. While the thread keeps up, each write starts the WAL
+  again from the beginning, far below the cap, and no commit checkpoints.
+Rule 4: neither mode changes durability or what a reader sees: a transaction is durable once its
+  `COMMIT` has written the WAL (and synced it under `durability="full"`), before any checkpoint;
+  the thread's connection has the pool's `synchronous` setting, so its checkpoint syncs the WAL
+  before copying and the database after; and a PASSIVE checkpoint copies only frames no open read
+  snapshot still needs, never waiting on and never disturbing a reader or a writer.
+Rule 5: `close()` stops and joins the thread, then runs one last checkpoint before closing the pool.
 """
 
 from __future__ import annotations
@@ -29,7 +52,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from notewarden.ledger import (
     Claim,
@@ -44,12 +67,23 @@ from notewarden.ledger import (
 from notewarden.ledger.schema import LEDGER_SCHEMA
 from notewarden.schema import SchemaComponent, sqlite_upgrade
 
-__all__ = ["SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn"]
+__all__ = ["Checkpoints", "SqliteLedger", "SqlitePool", "SqliteSession", "SqliteTxn"]
 
 logger = logging.getLogger(__name__)
 
 _PURGE_INTERVAL_SECONDS = 60.0
+_CHECKPOINT_INTERVAL_SECONDS = 0.015
+_WAL_CAP_PAGES = 4000
+
 _UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
+
+Checkpoints = Literal["inline", "background"]
+
+
+def _wal_bytes(conn: sqlite3.Connection) -> int:
+    """The size of a WAL of `_WAL_CAP_PAGES` frames: its header, then a header and a page per frame."""
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    return 32 + _WAL_CAP_PAGES * (24 + int(page_size))
 
 
 class SqlitePool:
@@ -184,6 +218,64 @@ class SqliteTxn(SqliteSession, TransactionSteps):
         self.execute(sql, params)
 
 
+class _Checkpointer:
+    """The background checkpoints of one ledger (Rules 2, 3 and 5): a thread and its own connection."""
+
+    def __init__(self, path: Path, setup: Callable[[sqlite3.Connection], None], wal_limit: int) -> None:
+        self._path = path
+        self._wal = Path(f"{path}-wal")
+        self._wal_limit = wal_limit
+        self._setup = setup
+        self._lock = threading.Lock()  # one checkpoint of this ledger at a time: none is refused as busy
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"sqlite-checkpoint {path.name}", daemon=True)
+        self.thread.start()
+
+    def committed(self, conn: sqlite3.Connection) -> None:
+        """After a write's `COMMIT`, on its connection: wake the thread, or checkpoint here (Rule 3)."""
+        try:
+            over = self._wal.stat().st_size > self._wal_limit
+        except OSError:  # no WAL file: nothing to copy back
+            over = False
+        if not over:
+            self._wake.set()
+            return
+        try:
+            with self._lock:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:  # committed all the same; the next commit tries again
+            logger.warning("ledger checkpoint skipped", exc_info=True)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            self._setup(conn)
+        except sqlite3.Error:
+            logger.warning("ledger checkpoints fall back to the commits (Rule 3)", exc_info=True)
+            return
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping.is_set():
+                    return
+                try:
+                    with self._lock:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:  # another process holds the database: the next commit wakes us again
+                    logger.warning("ledger checkpoint skipped", exc_info=True)
+                if self._stopping.wait(_CHECKPOINT_INTERVAL_SECONDS):
+                    return
+        finally:
+            conn.close()
+
+
 class SqliteLedger:
     """Ledger in one SQLite file, shared by every process on the host that uses the same state dir."""
 
@@ -195,10 +287,14 @@ class SqliteLedger:
         busy_timeout_ms: int = 10_000,
         components: Sequence[SchemaComponent] = (),
         pool_size: int = 8,
+        checkpoint: Checkpoints = "inline",
     ) -> None:
+        if checkpoint not in ("inline", "background"):
+            raise ValueError(f"checkpoint must be 'inline' or 'background', got {checkpoint!r}")
         self.path = path
         self._durability = durability
         self._busy_timeout_ms = busy_timeout_ms
+        self._background = checkpoint == "background"
         self.pool = SqlitePool(
             path, size=pool_size, timeout=max(busy_timeout_ms / 1000, 1.0), setup=self._setup
         )
@@ -208,13 +304,18 @@ class SqliteLedger:
         with self.pool.connection() as conn:
             sqlite_upgrade(conn, [LEDGER_SCHEMA, *components])
             (ledger_id,) = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
+            wal_limit = _wal_bytes(conn)
         self.identity = LedgerIdentity(str(ledger_id), "sqlite", os.path.abspath(path))
+        self._checkpointer = _Checkpointer(path, self._setup, wal_limit) if self._background else None
 
     def _setup(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
         conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
         conn.execute("PRAGMA temp_store = MEMORY")  # no temporary files: the sandbox forbids /tmp
+        if self._background:  # Rule 3
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA journal_size_limit = {_wal_bytes(conn)}")
 
     @contextmanager
     def critical_section(self) -> Iterator[SqliteTxn]:
@@ -243,6 +344,8 @@ class SqliteLedger:
                 finally:
                     txn.run_undo()
                 raise
+            if self._checkpointer is not None:
+                self._checkpointer.committed(conn)
             txn.run_after_commit()
             self._maybe_purge()
 
@@ -277,6 +380,8 @@ class SqliteLedger:
     def purge_expired(self, now: float) -> int:
         with self.pool.connection() as conn:
             purged = conn.execute("DELETE FROM confirmations WHERE expires_at < ?", (now,)).rowcount
+            if purged and self._checkpointer is not None:
+                self._checkpointer.committed(conn)
         self._purged_total += purged
         if purged:
             logger.info("ledger purged expired confirmations", extra={"purged": purged, "ledger": "sqlite"})
@@ -288,4 +393,11 @@ class SqliteLedger:
         return LedgerStats(rows=int(rows), oldest_expiry=oldest, purged_total=self._purged_total)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            try:
+                with self.pool.connection() as conn:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except (sqlite3.Error, LedgerUnavailable):  # bounded all the same (Rule 3)
+                logger.warning("ledger's last checkpoint skipped", exc_info=True)
         self.pool.close()
