@@ -237,11 +237,7 @@ class NoteIndex(IndexRefresh):
         params.append(limit)
 
         def run() -> list[IndexedNote]:
-            params[0] = (
-                store_kit.fts_query(terms, match)
-                if match != "rarer"
-                else store_kit.fts_some_query(self._db.execute, "notes_text", terms)
-            )
+            params[0] = store_kit.fts_match(self._db.execute, "notes_text", terms, match)
             if params[0] is None:
                 return []
             return [IndexedNote.of(r, score=r[7], rowid=r[8]) for r in self._db.execute(sql, params)]

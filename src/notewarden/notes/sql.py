@@ -131,7 +131,7 @@ from notewarden.notes.derived import (
 from notewarden.notes.history import HISTORY_COLUMNS, Change, HistoryEntry, HistoryLog, Retention
 from notewarden.notes.markdown import aliases_of, fold, parse_note, tag_key
 from notewarden.notes.model import Note, NoteIdentity, nearly_same, note_stem, title_words
-from notewarden.notes.ranking import SOME_BUDGET, budgeted
+from notewarden.notes.ranking import budgeted
 from notewarden.notes.snippets import SNIPPET_SCAN_CHARS
 from notewarden.notes.sql_schema import NOW_NS, SQL_STORE_SCHEMA
 from notewarden.notes.store import (
@@ -165,9 +165,8 @@ from notewarden.notes.store_kit import (
     AnchorFacts,
     AnchorMemo,
     MemoLookup,
+    fts_match,
     fts_phrase,
-    fts_query,
-    fts_some_query,
     new_trash_id,
     prefix_range,
     with_time_and_folder,
@@ -720,13 +719,12 @@ def _pg_rank(weights: dict[str, float], floor: float, terms: Sequence[str]) -> t
 
 def _pg_budgeted(shares: dict[str, float], floor: float, notes: float, terms: Sequence[str]) -> list[str]:
     """`ranking` Rule 4 on PostgreSQL: each term's number of notes from the planner's statistics (its
-    last word's share, a stem not listed taken as common as the least listed one); all the terms
-    when their numbers add up to the budget or less."""
+    last word's share, a stem not listed taken as common as the least listed one)."""
     counts = [
         notes * (_pg_share(shares, words[-1]) or floor) if words else 0.0
         for words in map(stemmed_words, terms)
     ]
-    return list(terms) if sum(counts) <= SOME_BUDGET else budgeted(terms, counts)
+    return budgeted(terms, counts)
 
 
 def _filter_exists(filters: NoteFilter | None) -> tuple[str, list[Any]]:
@@ -1325,11 +1323,7 @@ class SqlNoteStore:
 
         def run(db: SqlSession, sql: dict[str, str]) -> list[tuple[Any, ...]]:
             if db.dialect == "sqlite":
-                found = (
-                    fts_query(terms, match)
-                    if match != "rarer"
-                    else fts_some_query(db.execute, "notes_fts", terms)
-                )
+                found = fts_match(db.execute, "notes_fts", terms, match)
                 if found is None:
                     return []
                 return db.execute(

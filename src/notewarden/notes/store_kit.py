@@ -3,8 +3,8 @@
 means the same in each and a change to one piece changes both.
 
 Rule 1 (one meaning): a search term is an FTS5 phrase matched as a word prefix, every one of them,
-or with `match="any"` some but not all (`fts_query`), those some within the work budget of
-`ranking` Rule 4 (`fts_some_query`); a folder is a range of ids (`prefix_range`,
+or with `match="any"` some but not all (`fts_query`), with `"rarer"` those some within the work
+budget of `ranking` Rule 4 (`fts_some_query`; `fts_match` chooses); a folder is a range of ids (`prefix_range`,
 `store.within_regions`); a trash id is the UTC time and 48 random bits (`new_trash_id`), sortable by
 when and unguessable.
 
@@ -30,6 +30,7 @@ __all__ = [
     "AnchorFacts",
     "AnchorMemo",
     "MemoLookup",
+    "fts_match",
     "fts_phrase",
     "fts_query",
     "fts_some_query",
@@ -50,6 +51,17 @@ def fts_query(terms: Sequence[str], match: SearchMatch, some: Sequence[str] | No
     if match == "all":
         return every
     return f"({' OR '.join(fts_phrase(t) + '*' for t in (terms if some is None else some))}) NOT ({every})"
+
+
+def fts_match(
+    execute: Callable[[str, list[Any]], Iterable[Sequence[Any]]],
+    table: str,
+    terms: Sequence[str],
+    match: SearchMatch,
+) -> str | None:
+    """What an FTS5 `table` is asked for `match` (`store.SearchMatch`): `fts_query`, or for `rarer`
+    `fts_some_query`; None when nothing can match."""
+    return fts_query(terms, match) if match != "rarer" else fts_some_query(execute, table, terms)
 
 
 def fts_some_query(
