@@ -108,14 +108,18 @@ def opened(
         services.close()
 
 
-def rank_all(services: Any, uri: str, which: str, ranking: str) -> dict[str, list[str]]:
-    """Every question of the set `which`, as `ranking` answers it: the ids, best first."""
+def rank_all(
+    services: Any, uri: str, which: str, ranking: str, search: dict[str, Any] | None = None
+) -> dict[str, list[str]]:
+    """Every question of the set `which`, as `ranking` answers it: the ids, best first; `search` is
+    the `[search]` table of the model to ask (none: the bundled model)."""
     from notewarden.app import default_tools
-    from notewarden.embeddings import SearchMode, SearchSettings, open_search_mode
+    from notewarden.config import parse_search
+    from notewarden.embeddings import SearchMode, open_search_mode
     from notewarden.scope.rights import Caller
     from notewarden.tools.registry import ToolRegistry
 
-    hybrid = open_search_mode(SearchSettings())
+    hybrid = open_search_mode(parse_search(search or {}))
     answers: dict[str, list[str]] = {}
     if ranking == "meaning":
         if hybrid.embedder is None:
@@ -220,15 +224,17 @@ print(json.dumps(out))
 """
 
 
-def measure(stores: tuple[str, ...], database_url: str) -> dict[str, Any]:
+def measure(
+    stores: tuple[str, ...], database_url: str, search: dict[str, Any] | None = None
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for store in stores:
-            with opened(store, Path(tmp), database_url) as (services, uri):
+            with opened(store, Path(tmp), database_url, search=search) as (services, uri):
                 for which in SETS:
                     for ranking in RANKINGS:
                         started = time.perf_counter()
-                        answers = rank_all(services, uri, which, ranking)
+                        answers = rank_all(services, uri, which, ranking, search)
                         if answers:
                             row = score(answers, which)
                             row["seconds"] = round(time.perf_counter() - started, 2)
@@ -250,16 +256,24 @@ def main() -> None:
     parser.add_argument("--stores", default=",".join(STORES), help="comma-separated: files, sqlite, postgres")
     parser.add_argument("--database-url", default=DATABASE_URL, help="created and dropped (PostgreSQL store)")
     parser.add_argument("--before", default=None, help="also run the keyword set through this git revision")
+    parser.add_argument(
+        "--search",
+        default=None,
+        help='the [search] table as JSON, e.g. \'{"provider": "endpoint", "endpoint_url": "…", "model": "…"}\'',
+    )
+    parser.add_argument("--label", default=None, help="writes bench/results/search_quality-<label>.json")
     parser.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.emit:
         print(json.dumps(rankings()))
         return
     stores = tuple(s for s in args.stores.split(",") if s)
-    results = measure(stores, args.database_url)
+    search = json.loads(args.search) if args.search else None
+    results = measure(stores, args.database_url, search)
     print(table(results, lambda r: f"{r['hit@1']} | {r['hit@3']} | {r['mrr@10']}"))
     report: dict[str, Any] = {
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "search": search or {"provider": "bundled"},
         "results": results,
     }
     if args.before:
@@ -275,7 +289,8 @@ def main() -> None:
                     if ranking == "fused" and store == stores[0]:
                         print(f"  {store} {which} fused, not in the top 3: {miss['q']!r} -> {miss['top3']}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "search_quality.json").write_text(json.dumps(report, indent=1) + "\n")
+    name = f"search_quality-{args.label}.json" if args.label else "search_quality.json"
+    (RESULTS / name).write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

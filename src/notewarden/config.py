@@ -91,6 +91,7 @@ from pydantic import (
     AfterValidator,
     Field,
     PlainValidator,
+    Strict,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -298,9 +299,14 @@ class _Search:
         ]
         | None
     ) = None
-    dimensions: Annotated[StrictInt, between(8, 8192, "an integer")] | None = None
+    dimensions: Annotated[StrictInt, between(8, 8192)] | None = Field(
+        default=None, description="an integer between 8 and 8192"
+    )
     timeout_seconds: Annotated[Seconds, between(1, 600, "a number of seconds")] = 30.0
     batch_size: Annotated[StrictInt, between(1, 2048, "an integer")] = 64
+    meaning_weight: Annotated[float, Strict(), between(0.1, 100)] | None = Field(
+        default=None, description="a number between 0.1 and 100 (how much meaning weighs against words)"
+    )
 
 
 def parse_search(table: Mapping[str, Any]) -> SearchSettings:
@@ -327,6 +333,7 @@ def parse_search(table: Mapping[str, Any]) -> SearchSettings:
         dimensions=given.dimensions,
         timeout_seconds=given.timeout_seconds,
         batch_size=given.batch_size,
+        meaning_weight=given.meaning_weight,
     )
 
 

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 
 from notewarden.config import parse_search
-from notewarden.embeddings import SearchSettings, open_search_mode
+from notewarden.embeddings import MEANING_WEIGHTS, SearchSettings, open_search_mode
 from notewarden.embeddings.bundled import WordLlamaStatic, wordllama_files
 from notewarden.embeddings.endpoint import EmbeddingFailed
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.hybrid_search import search_page
-from notewarden.notes.model import search_terms
+from notewarden.notes.model import Note, NoteIdentity, search_terms
+from notewarden.notes.ranking import Candidate, fuse
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
@@ -56,7 +57,7 @@ def test_the_bundled_model_is_read_by_the_first_vector_asked_not_at_start_up() -
     does, and gives the model's own output."""
     script = (
         "import sys\n"
-        "from notewarden.embeddings import SearchSettings, open_search_mode\n"
+        "from notewarden.embeddings import MEANING_WEIGHTS, SearchSettings, open_search_mode\n"
         "mode = open_search_mode(SearchSettings())\n"
         "print(mode.mode, mode.model, 'numpy' in sys.modules, 'tokenizers' in sys.modules)\n"
         "print(mode.embedder.embed(['refund'])[0][:3].round(4).tolist(), 'numpy' in sys.modules)\n"
@@ -134,6 +135,37 @@ def test_the_search_table_is_checked_like_every_table() -> None:
     assert KEY not in str(named.value)
     with pytest.raises(ConfigError, match="only apply to provider"):
         parse_search({"model": "m"})
+    for wrong in (0, 101, "2", True):
+        with pytest.raises(ConfigError, match=r"meaning_weight must be a number between 0\.1 and 100"):
+            parse_search({"meaning_weight": wrong})
+    with pytest.raises(ConfigError, match="dimensions must be an integer between 8 and 8192; got 4"):
+        parse_search(
+            {"provider": "endpoint", "endpoint_url": "http://x/v1/embeddings", "model": "m", "dimensions": 4}
+        )
+
+
+def test_meaning_weighs_what_the_provider_or_the_table_says() -> None:
+    """`ranking` Rule 2: a static word model's ranking weighs 1.5, an endpoint's (a sentence model)
+    5, unless `[search] meaning_weight` says; the weight decides between a note first by words and
+    another first by meaning."""
+    endpoint = {"provider": "endpoint", "endpoint_url": "http://127.0.0.1:9/v1/embeddings", "model": "m"}
+    assert open_search_mode(parse_search({})).meaning_weight == MEANING_WEIGHTS["bundled"] == 1.5
+    assert open_search_mode(parse_search(endpoint)).meaning_weight == MEANING_WEIGHTS["endpoint"] == 5.0
+    assert open_search_mode(parse_search({**endpoint, "meaning_weight": 2})).meaning_weight == 2.0
+    assert open_search_mode(parse_search({"meaning_weight": 0.5})).meaning_weight == 0.5
+
+    def note(name: str) -> Candidate:
+        return Candidate(Note(f"{name}.md", name, NoteIdentity((1, len(name)), 0, 1)))
+
+    by_words, by_meaning = note("Ledger"), note("Receipts")
+    words = [Candidate(by_words.note, all_words=True)]
+    for weight, order in ((0.5, ["Ledger.md", "Receipts.md"]), (0.9, ["Ledger.md", "Receipts.md"])):
+        assert [f.note.id for f in fuse(["refund"], words, [by_meaning], weight)] == order
+    for weight in (1.1, 5.0):
+        assert [f.note.id for f in fuse(["refund"], words, [by_meaning], weight)] == [
+            "Receipts.md",
+            "Ledger.md",
+        ]
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUNDLED_MODEL",
+    "MEANING_WEIGHTS",
     "EmbeddingFailed",
     "LoadedOnFirstUse",
     "SearchMode",
@@ -48,6 +49,16 @@ Provider = Literal["bundled", "endpoint", "off"]
 
 BUNDLED_MODEL = "wordllama-l2_supercat-256"
 """The bundled model's name (`bundled`), known without importing it (Rule 4)."""
+
+
+MEANING_WEIGHTS: dict[str, float] = {"bundled": 1.5, "endpoint": 5.0}
+"""How much a rank by meaning weighs in the fusion (`notes.ranking` Rule 2), by provider, unless
+`[search] meaning_weight` says. The bundled static word model's ranking is weak evidence: from 3 on,
+more weight costs keyword questions and gains little (1 and 1.5 are within a question of each other
+on both sets of bench/relevance). An endpoint is assumed to serve a sentence model (what Ollama, LM
+Studio and hosted APIs serve), whose ranking is strong: all-MiniLM-L6-v2 through the endpoint gave
+paraphrased MRR@10 0.745 at 1.5 and 0.80 from 4 to 8, keyword questions unchanged
+(docs/performance.md, "A sentence model behind the endpoint")."""
 
 
 class EmbeddingFailed(Exception):
@@ -66,6 +77,8 @@ class SearchSettings:
     dimensions: int | None = None
     timeout_seconds: float = 30.0
     batch_size: int = 64
+    meaning_weight: float | None = None
+    """None: the provider's (`MEANING_WEIGHTS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +88,7 @@ class SearchMode:
     mode: Literal["hybrid", "lexical"]
     reason: str
     embedder: Embedder | None = None
+    meaning_weight: float = MEANING_WEIGHTS["bundled"]
 
     @property
     def model(self) -> str | None:
@@ -94,11 +108,14 @@ def open_search_mode(settings: SearchSettings) -> SearchMode:
         from notewarden.embeddings.endpoint import EndpointEmbedder
 
         embedder: Embedder = EndpointEmbedder(settings)
-        return SearchMode(
-            "hybrid", f"words and meaning: {embedder.name} at {settings.endpoint_url}", embedder
-        )
-    bundled = LoadedOnFirstUse(BUNDLED_MODEL)
-    return SearchMode("hybrid", f"words and meaning: {bundled.name}, bundled (no network)", bundled)
+        reason = f"words and meaning: {embedder.name} at {settings.endpoint_url}"
+    else:
+        embedder = LoadedOnFirstUse(BUNDLED_MODEL)
+        reason = f"words and meaning: {embedder.name}, bundled (no network)"
+    weight = settings.meaning_weight
+    return SearchMode(
+        "hybrid", reason, embedder, MEANING_WEIGHTS[settings.provider] if weight is None else weight
+    )
 
 
 class LoadedOnFirstUse:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from notewarden.embeddings import MEANING_WEIGHTS
 from notewarden.notes.editing import section_text
 from notewarden.notes.markdown import HeadingLookupError, find_heading, headings
 from notewarden.notes.ranking import Candidate, Fused, fuse
@@ -84,8 +85,10 @@ def search_page(
     limit: int,
     after: Position | None,
     progress: ProgressSink | None = None,
+    meaning_weight: float = MEANING_WEIGHTS["bundled"],
 ) -> Page:
-    """Rules 1-3: the page after `after` (None: the first)."""
+    """Rules 1-3: the page after `after` (None: the first); `meaning_weight` is the model's weight in
+    the fusion (`ranking` Rule 2)."""
     if not terms:
         listed_after = None if after is None else (after[1], after[2])
         listed = store.search(
@@ -113,7 +116,7 @@ def search_page(
             Candidate(n.note, n.aliases, None, False, n.section) for n in near if n.score >= MEANING_FLOOR
         ]
     words = _candidates(every[:DEPTH], all_words=True) + _candidates(some[:DEPTH], all_words=False)
-    head = fuse(terms, words, meaning)
+    head = fuse(terms, words, meaning, meaning_weight)
     head_ids = {f.note.id for f in head}
 
     shown: list[Shown] = []

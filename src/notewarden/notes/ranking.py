@@ -21,7 +21,9 @@ compare, and ranks make the stores agree. A note with only some of the words wei
 with all of them: on questions in other words, one common word ("home", "week") is noise that
 meaning should outrank. The weights and `K` were chosen by hand on both question sets of
 bench/relevance (`bench/search_quality.py`; docs/performance.md has the tables with and without the
-model).
+model). How much meaning weighs depends on the model, so it is the caller's (`meaning_weight`, from
+`[search] meaning_weight`: `embeddings.MEANING_WEIGHTS` by provider): a static word model's ranking is
+weak evidence (1.5), a sentence model's strong (5).
 
 Rule 3 (what found it): a hit says whether words (it is in `every` or `some`), meaning (in `meaning`)
 or both found it; `allWords` is true only for a note with every word.
@@ -63,7 +65,8 @@ __all__ = [
 ]
 
 K = 5
-WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0, "meaning": 1.5}
+WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0}
+"""Rule 2's weights of the rankings by words; meaning's is the caller's (`fuse`)."""
 SOME_BUDGET = 1_000
 """Rule 4: at most about this many notes are ranked for `some` (docs/performance.md, "Search by meaning")."""
 
@@ -135,8 +138,10 @@ def fuse(
     terms: Sequence[str],
     words: Sequence[Candidate],
     meaning: Sequence[Candidate],
+    meaning_weight: float,
 ) -> list[Fused]:
-    """Rule 2: `words` (every word first, then some) and `meaning` fused with `names`, best first."""
+    """Rule 2: `words` (every word first, then some) and `meaning` fused with `names`, best first;
+    a rank in `meaning` weighs `meaning_weight`."""
     by_id: dict[str, Candidate] = {}
     for candidate in (*words, *meaning):
         by_id.setdefault(candidate.note.id, candidate)
@@ -165,7 +170,11 @@ def fuse(
         score = 0.0
         for ranking, ranked in ranks.items():
             if note_id in ranked:
-                weight = WEIGHTS[ranking] * (name_share[note_id] if ranking == "names" else 1.0)
+                weight = (
+                    meaning_weight
+                    if ranking == "meaning"
+                    else WEIGHTS[ranking] * (name_share[note_id] if ranking == "names" else 1.0)
+                )
                 score += weight / (K + ranked[note_id])
         word_hit, meaning_hit = word_hits.get(note_id), meaning_hits.get(note_id)
         found_by: FoundBy = (

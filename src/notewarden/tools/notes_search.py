@@ -180,6 +180,7 @@ class SearchTool:
                     limit=limit,
                     after=after,
                     progress=sink,
+                    meaning_weight=searching.meaning_weight,
                 )
             except EmbeddingFailed as failed:  # notewarden.embeddings Rule 3: words still answer
                 embedder, reason = None, f"by words only this time: {failed}"
