@@ -171,7 +171,17 @@ def test_meaning_weighs_what_the_provider_or_the_table_says() -> None:
 @pytest.mark.parametrize(
     ("table", "line"),
     [
-        ("", "search         words and meaning: wordllama-l2_supercat-256, bundled (no network)"),
+        (
+            "",
+            "search         words and meaning: wordllama-l2_supercat-256, bundled (no network); "
+            "meaning weighs 1.5 against words",
+        ),
+        (
+            '[search]\nprovider = "endpoint"\nendpoint_url = "http://127.0.0.1:9/v1/embeddings"\n'
+            'model = "m"\nmeaning_weight = 4\n',
+            "search         words and meaning: endpoint:127.0.0.1:9:m at http://127.0.0.1:9/v1/embeddings; "
+            "meaning weighs 4 against words",
+        ),
         ('[search]\nprovider = "off"\n', 'search         by words only: [search] provider = "off"'),
     ],
 )

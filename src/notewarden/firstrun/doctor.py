@@ -288,7 +288,7 @@ def _search(config: Config) -> Iterator[Finding]:
             )
             return
     if mode.mode == "hybrid":
-        yield Finding("ok", "search", mode.reason)
+        yield Finding("ok", "search", f"{mode.reason}; meaning weighs {mode.meaning_weight:g} against words")
     elif config.search.provider == "off":
         yield Finding("ok", "search", f"by words only: {mode.reason}")
     else:
