@@ -95,6 +95,7 @@ class Plan:
     cost_calls: int = 300
     cost_runs: int = 3
     cost_instructions: bool = True  # under valgrind, when it is installed (~1 min per server)
+    instance_rounds: int = 2  # each store with 1 and with 2 instances, this many times
 
 
 QUICK = Plan(1000, 2, 150, 400, 20, 8, (1000, 10_000), 30, 20.0, 150, sequential_deletes=150)
@@ -103,7 +104,7 @@ FULL = Plan(1000, 5, 400, 1500, 30, 8, (1000, 10_000, 100_000), 100, 60.0, 400)
 SMOKE = Plan(
     20, 1, 6, 6, 2, 2, (30, 60), 3, 10.0, 6,
     sequential_deletes=6, sequential_reads=6, sequential_chunk=3, comparison_chunk=3,
-    cost_calls=5, cost_runs=1, cost_instructions=False,
+    cost_calls=5, cost_runs=1, cost_instructions=False, instance_rounds=1,
 )  # fmt: skip
 
 
@@ -680,14 +681,14 @@ def instances(plan: Plan, work: Path, *, database_url: str | None) -> dict[str, 
             "resident_notes": plan.notes,
             "deletes": plan.instance_deletes,
             "workers": plan.workers,
-            "rounds": 2,
+            "rounds": plan.instance_rounds,
         },
         "stores": {},
     }
     for store, storage in stores.items():
         results: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
         unavailable = None
-        for r, count in itertools.product(range(2), (1, 2)):
+        for r, count in itertools.product(range(plan.instance_rounds), (1, 2)):
             tag = f"inst-{store}-{r}-{count}".replace("+", "")
             try:
                 if storage is None:

@@ -56,6 +56,10 @@ def test_smoke_run_covers_every_section(tmp_path: Path) -> None:
     )
     instances = json.loads((results / "perf-instances.json").read_text())
     files = instances["stores"]["files+sqlite"]
+    assert instances["plan"]["rounds"] == 1 and {k: len(v) for k, v in files["runs"].items()} == {
+        "1": 1,
+        "2": 1,
+    }
     assert all(run["errors"] == 0 and run["ok"] == 6 for runs in files["runs"].values() for run in runs)
     postgres = instances["stores"]["postgres"]
     assert all(run["errors"] == 0 and run["ok"] == 6 for runs in postgres["runs"].values() for run in runs)

@@ -44,3 +44,36 @@ def test_the_fallback_pass_selects_a_registered_marker_that_marks_file_tests() -
     marked = marked_modules(marker)
     assert {"unit/test_files_store.py", "wire/test_note_tools.py", "wire/test_hostile_inputs.py"} <= marked
     assert not marked & {"unit/test_fsroot.py", "unit/test_fsroot_history.py"}, "those run both resolvers"
+
+
+def test_the_fallback_pass_runs_a_test_of_both_transports_over_stdio_only() -> None:
+    """The transport does not change how files are resolved: in the fallback pass a test parametrized
+    over both runs once (tests/conftest.py), and a test of one transport still runs."""
+    import os
+    import subprocess
+    import sys
+
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "resolves_files",
+            "tests/wire/test_note_tools.py",
+            "tests/wire/test_http.py",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "NOTEWARDEN_FORCE_FALLBACK": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    tests = [line for line in listed.splitlines() if "::" in line]
+    assert not [t for t in tests if t.endswith("[http]")]
+    assert "tests/wire/test_note_tools.py::test_notes_are_resources[stdio]" in tests
+    assert "tests/wire/test_http.py::test_accept_moves_the_chosen_note_to_trash_once" in tests
