@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from notewarden.ledger import sqlite as sqlite_ledger
 from notewarden.ledger.sqlite import _WAL_CAP_PAGES, SqliteLedger
 from notewarden.schema import SchemaComponent
 
@@ -68,6 +69,21 @@ def test_after_a_burst_the_thread_has_copied_the_wal_back_without_any_commit_doi
     assert frames > 0 and backfilled == frames, "the idle WAL is copied back by the thread"
     with background.snapshot() as db:
         assert db.execute("SELECT count(*), sum(length(body)) FROM blobs") == [(6, 6 * (len(BIG) + 1))]
+
+
+def test_a_stream_of_small_commits_is_checkpointed_when_it_pauses_not_after_each_commit(
+    background: SqliteLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 2: a commit only wakes the thread; it copies the WAL back once the commits pause (or the
+    WAL passes the mark), so a stream of confirmations does not pay a checkpoint's syncs each."""
+    monkeypatch.setattr(sqlite_ledger, "_QUIET_SECONDS", 1.0)  # longer than the stream below takes
+    for row in range(20):
+        with background.critical_section() as txn:
+            txn.execute("INSERT OR REPLACE INTO blobs (id, body) VALUES (?, ?)", (row, f"small {row}"))
+    frames, backfilled = wal_index(background.path)
+    assert frames >= 20 and backfilled == 0, "no checkpoint while the commits keep coming"
+    frames, backfilled = wait_until_copied_back(background.path)
+    assert frames >= 20 and backfilled == frames, "the pause is checkpointed"
 
 
 def test_commits_below_the_cap_leave_the_checkpoint_to_the_thread(background: SqliteLedger) -> None:

@@ -24,16 +24,18 @@ Rule 1: "inline" (the default here, SQLite's own behaviour): the `COMMIT` that t
   no thread unless asked, and a ledger of small confirmation rows crosses that mark rarely.
 Rule 2: "background" (what notewarden's own ledger uses: a note write is up to megabytes, and a
   checkpoint's copy and sync would otherwise land on every second large write's request): one
-  named daemon thread per ledger runs `PRAGMA wal_checkpoint(PASSIVE)` on its own connection,
-  woken by each commit of this ledger, at most one per `_CHECKPOINT_INTERVAL_SECONDS` while commits
-  keep coming, and waiting on an event, never polling, while none do.
+  named daemon thread per ledger runs `PRAGMA wal_checkpoint(PASSIVE)` on its own connection. A
+  commit of this ledger wakes it; it checkpoints once the commits pause for `_QUIET_SECONDS`, or,
+  while they keep coming, once the WAL passes `_MARK_PAGES` (SQLite's own mark), so a steady stream
+  of small writes pays one checkpoint (two syncs under `synchronous=NORMAL`) per thousand pages, as
+  inline, and none of them on a request. With no commit it waits on an event, never polling.
 Rule 3: the WAL stays bounded whatever the thread does: it is truncated to `_WAL_CAP_PAGES` frames
   (`journal_size_limit`) each time it starts again, so a WAL file larger than that holds more
   frames than the cap; the commit that finds it so (the thread behind on a busy disk, or dead)
   checkpoints inline, after the thread's round if one is running (one checkpoint of the ledger at a
   time, so neither is refused as busy), holding the ledger's write lock, so the next write finds
-  the WAL copied back and starts it again. While the thread keeps up, each write starts the WAL
-  again from the beginning, far below the cap, and no commit checkpoints.
+  the WAL copied back and starts it again. While the thread keeps up, the WAL stays near the mark,
+  far below the cap, and no commit checkpoints.
 Rule 4: neither mode changes durability or what a reader sees: a transaction is durable once its
   `COMMIT` has written the WAL (and synced it under `durability="full"`), before any checkpoint;
   the thread's connection has the pool's `synchronous` setting, so its checkpoint syncs the WAL
@@ -72,7 +74,8 @@ __all__ = ["Checkpoints", "SqliteLedger", "SqlitePool", "SqliteSession", "Sqlite
 logger = logging.getLogger(__name__)
 
 _PURGE_INTERVAL_SECONDS = 60.0
-_CHECKPOINT_INTERVAL_SECONDS = 0.015
+_QUIET_SECONDS = 0.05
+_MARK_PAGES = 1000
 _WAL_CAP_PAGES = 4000
 
 _UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_FULL")
@@ -80,10 +83,10 @@ _UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_CANTOPEN
 Checkpoints = Literal["inline", "background"]
 
 
-def _wal_bytes(conn: sqlite3.Connection) -> int:
-    """The size of a WAL of `_WAL_CAP_PAGES` frames: its header, then a header and a page per frame."""
+def _wal_bytes(conn: sqlite3.Connection, frames: int = _WAL_CAP_PAGES) -> int:
+    """The size of a WAL of `frames` frames: its header, then a header and a page per frame."""
     (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-    return 32 + _WAL_CAP_PAGES * (24 + int(page_size))
+    return 32 + frames * (24 + int(page_size))
 
 
 class SqlitePool:
@@ -221,10 +224,13 @@ class SqliteTxn(SqliteSession, TransactionSteps):
 class _Checkpointer:
     """The background checkpoints of one ledger (Rules 2, 3 and 5): a thread and its own connection."""
 
-    def __init__(self, path: Path, setup: Callable[[sqlite3.Connection], None], wal_limit: int) -> None:
+    def __init__(
+        self, path: Path, setup: Callable[[sqlite3.Connection], None], wal_limit: int, wal_mark: int
+    ) -> None:
         self._path = path
         self._wal = Path(f"{path}-wal")
         self._wal_limit = wal_limit
+        self._wal_mark = wal_mark
         self._setup = setup
         self._lock = threading.Lock()  # one checkpoint of this ledger at a time: none is refused as busy
         self._wake = threading.Event()
@@ -232,13 +238,15 @@ class _Checkpointer:
         self.thread = threading.Thread(target=self._run, name=f"sqlite-checkpoint {path.name}", daemon=True)
         self.thread.start()
 
+    def _wal_size(self) -> int:
+        try:
+            return self._wal.stat().st_size
+        except OSError:  # no WAL file: nothing to copy back
+            return 0
+
     def committed(self, conn: sqlite3.Connection) -> None:
         """After a write's `COMMIT`, on its connection: wake the thread, or checkpoint here (Rule 3)."""
-        try:
-            over = self._wal.stat().st_size > self._wal_limit
-        except OSError:  # no WAL file: nothing to copy back
-            over = False
-        if not over:
+        if self._wal_size() <= self._wal_limit:
             self._wake.set()
             return
         try:
@@ -262,16 +270,17 @@ class _Checkpointer:
         try:
             while True:
                 self._wake.wait()
-                self._wake.clear()
-                if self._stopping.is_set():
-                    return
+                while True:  # Rule 2: until the commits pause, or the WAL passes the mark
+                    self._wake.clear()
+                    if self._stopping.wait(_QUIET_SECONDS):
+                        return
+                    if not self._wake.is_set() or self._wal_size() > self._wal_mark:
+                        break
                 try:
                     with self._lock:
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error:  # another process holds the database: the next commit wakes us again
                     logger.warning("ledger checkpoint skipped", exc_info=True)
-                if self._stopping.wait(_CHECKPOINT_INTERVAL_SECONDS):
-                    return
         finally:
             conn.close()
 
@@ -304,9 +313,11 @@ class SqliteLedger:
         with self.pool.connection() as conn:
             sqlite_upgrade(conn, [LEDGER_SCHEMA, *components])
             (ledger_id,) = conn.execute("SELECT ledger_id FROM ledger_identity").fetchone()
-            wal_limit = _wal_bytes(conn)
+            wal_limit, wal_mark = _wal_bytes(conn), _wal_bytes(conn, _MARK_PAGES)
         self.identity = LedgerIdentity(str(ledger_id), "sqlite", os.path.abspath(path))
-        self._checkpointer = _Checkpointer(path, self._setup, wal_limit) if self._background else None
+        self._checkpointer = (
+            _Checkpointer(path, self._setup, wal_limit, wal_mark) if self._background else None
+        )
 
     def _setup(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
