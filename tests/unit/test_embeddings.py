@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from notewarden.config import parse_search
-from notewarden.embeddings import MEANING_WEIGHTS, SearchSettings, open_search_mode
+from notewarden.embeddings import SearchSettings, open_search_mode
 from notewarden.embeddings.bundled import WordLlamaStatic, wordllama_files
 from notewarden.embeddings.endpoint import EmbeddingFailed
 from notewarden.ledger.sqlite import SqliteLedger
 from notewarden.notes.files import FilesNoteStore
 from notewarden.notes.hybrid_search import search_page
 from notewarden.notes.model import Note, NoteIdentity, search_terms
-from notewarden.notes.ranking import Candidate, fuse
+from notewarden.notes.ranking import MEANING_WEIGHTS, Candidate, fuse
 from notewarden.scope.fsroot import WorkspaceRoot
 from notewarden.scope.grants import WorkspaceScope
 from notewarden.scope.uri import parse_file_uri
@@ -57,7 +57,7 @@ def test_the_bundled_model_is_read_by_the_first_vector_asked_not_at_start_up() -
     does, and gives the model's own output."""
     script = (
         "import sys\n"
-        "from notewarden.embeddings import MEANING_WEIGHTS, SearchSettings, open_search_mode\n"
+        "from notewarden.embeddings import SearchSettings, open_search_mode\n"
         "mode = open_search_mode(SearchSettings())\n"
         "print(mode.mode, mode.model, 'numpy' in sys.modules, 'tokenizers' in sys.modules)\n"
         "print(mode.embedder.embed(['refund'])[0][:3].round(4).tolist(), 'numpy' in sys.modules)\n"

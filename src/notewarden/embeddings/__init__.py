@@ -30,12 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from notewarden.notes.ranking import MEANING_WEIGHTS
+
 if TYPE_CHECKING:
     from notewarden.notes.vectors import Embedder, Vectors
 
 __all__ = [
     "BUNDLED_MODEL",
-    "MEANING_WEIGHTS",
     "EmbeddingFailed",
     "LoadedOnFirstUse",
     "SearchMode",
@@ -49,16 +50,6 @@ Provider = Literal["bundled", "endpoint", "off"]
 
 BUNDLED_MODEL = "wordllama-l2_supercat-256"
 """The bundled model's name (`bundled`), known without importing it (Rule 4)."""
-
-
-MEANING_WEIGHTS: dict[str, float] = {"bundled": 1.5, "endpoint": 5.0}
-"""How much a rank by meaning weighs in the fusion (`notes.ranking` Rule 2), by provider, unless
-`[search] meaning_weight` says. The bundled static word model's ranking is weak evidence: from 3 on,
-more weight costs keyword questions and gains little (1 and 1.5 are within a question of each other
-on both sets of bench/relevance). An endpoint is assumed to serve a sentence model (what Ollama, LM
-Studio and hosted APIs serve), whose ranking is strong: all-MiniLM-L6-v2 through the endpoint gave
-paraphrased MRR@10 0.745 at 1.5 and 0.80 from 4 to 8, keyword questions unchanged
-(docs/performance.md, "A sentence model behind the endpoint")."""
 
 
 class EmbeddingFailed(Exception):
@@ -78,7 +69,7 @@ class SearchSettings:
     timeout_seconds: float = 30.0
     batch_size: int = 64
     meaning_weight: float | None = None
-    """None: the provider's (`MEANING_WEIGHTS`)."""
+    """None: the provider's (`notes.ranking.MEANING_WEIGHTS`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,10 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from notewarden.embeddings import MEANING_WEIGHTS
 from notewarden.notes.editing import section_text
 from notewarden.notes.markdown import HeadingLookupError, find_heading, headings
-from notewarden.notes.ranking import Candidate, Fused, fuse
+from notewarden.notes.ranking import MEANING_WEIGHTS, Candidate, Fused, fuse
 from notewarden.notes.snippets import snippet
 from notewarden.notes.store import NoteFilter, NoteStore, ProgressSink, SearchHit, SearchMatch, phased
 from notewarden.scope.grants import WorkspaceScope

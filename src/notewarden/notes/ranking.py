@@ -22,7 +22,7 @@ with all of them: on questions in other words, one common word ("home", "week") 
 meaning should outrank. The weights and `K` were chosen by hand on both question sets of
 bench/relevance (`bench/search_quality.py`; docs/performance.md has the tables with and without the
 model). How much meaning weighs depends on the model, so it is the caller's (`meaning_weight`, from
-`[search] meaning_weight`: `embeddings.MEANING_WEIGHTS` by provider): a static word model's ranking is
+`[search] meaning_weight`, else `MEANING_WEIGHTS` by provider): a static word model's ranking is
 weak evidence (1.5), a sentence model's strong (5).
 
 Rule 3 (what found it): a hit says whether words (it is in `every` or `some`), meaning (in `meaning`)
@@ -53,6 +53,7 @@ from notewarden.notes.model import Note
 from notewarden.notes.store import SearchHit
 
 __all__ = [
+    "MEANING_WEIGHTS",
     "SOME_BUDGET",
     "WEIGHTS",
     "Candidate",
@@ -67,6 +68,14 @@ __all__ = [
 K = 5
 WEIGHTS = {"every": 1.0, "some": 0.1, "names": 2.0}
 """Rule 2's weights of the rankings by words; meaning's is the caller's (`fuse`)."""
+MEANING_WEIGHTS: dict[str, float] = {"bundled": 1.5, "endpoint": 5.0}
+"""How much a rank by meaning weighs, by `[search]` provider, unless `[search] meaning_weight` says
+(`embeddings.open_search_mode`). The bundled static word model's ranking is weak evidence: from 3
+on, more weight costs keyword questions and gains little (1 and 1.5 are within a question of each
+other on both sets of bench/relevance). An endpoint is assumed to serve a sentence model (what
+Ollama, LM Studio and hosted APIs serve), whose ranking is strong: all-MiniLM-L6-v2 through the
+endpoint gave paraphrased MRR@10 0.745 at 1.5 and 0.80 from 4 to 8, keyword questions unchanged
+(docs/performance.md, "A sentence model behind the endpoint")."""
 SOME_BUDGET = 1_000
 """Rule 4: at most about this many notes are ranked for `some` (docs/performance.md, "Search by meaning")."""
 
