@@ -174,16 +174,13 @@ def fuse(
             named.append((order, note_id, count))
     ranks["names"] = {note_id: i for i, (_, note_id, _) in enumerate(sorted(named), 1)}
     name_share = {note_id: count / max(len(terms), 1) for _, note_id, count in named}
+    weights = {**WEIGHTS, "meaning": meaning_weight}
     fused = []
     for note_id, candidate in by_id.items():
         score = 0.0
         for ranking, ranked in ranks.items():
             if note_id in ranked:
-                weight = (
-                    meaning_weight
-                    if ranking == "meaning"
-                    else WEIGHTS[ranking] * (name_share[note_id] if ranking == "names" else 1.0)
-                )
+                weight = weights[ranking] * (name_share[note_id] if ranking == "names" else 1.0)
                 score += weight / (K + ranked[note_id])
         word_hit, meaning_hit = word_hits.get(note_id), meaning_hits.get(note_id)
         found_by: FoundBy = (

@@ -248,11 +248,16 @@ class _Checkpointer:
         """After a write's `COMMIT`, on its connection: wake the thread, or checkpoint here (Rule 3)."""
         if self._wal_size() <= self._wal_limit:
             self._wake.set()
-            return
+        else:
+            self._checkpoint(conn)
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """One PASSIVE checkpoint, one of this ledger at a time; one that fails (another process holds
+        the database) is logged and left to the next commit."""
         try:
             with self._lock:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error:  # committed all the same; the next commit tries again
+        except sqlite3.Error:
             logger.warning("ledger checkpoint skipped", exc_info=True)
 
     def stop(self) -> None:
@@ -276,11 +281,7 @@ class _Checkpointer:
                         return
                     if not self._wake.is_set() or self._wal_size() > self._wal_mark:
                         break
-                try:
-                    with self._lock:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error:  # another process holds the database: the next commit wakes us again
-                    logger.warning("ledger checkpoint skipped", exc_info=True)
+                self._checkpoint(conn)
         finally:
             conn.close()
 
