@@ -2,19 +2,29 @@
 
     .venv/bin/python -m bench.vector_scoring                    # 3,000 30,000 300,000 sections
     .venv/bin/python -m bench.vector_scoring --sections 30000
+    .venv/bin/python -m bench.vector_scoring --database-url 'postgresql://postgres@/postgres?host=DIR' \
+        --label pgvector --real-notes 10000                     # a server with pgvector (below)
 
-PostgreSQL here has no `pgvector` (`pg_available_extensions` does not list `vector`), so scoring in
-the database is plain SQL: each section's vector as `real[]` (256 values, unit length) and the dot
-product `sum(a * b)` over `unnest(vector, question)`, best 120 first (`limit 30 * OVERSAMPLE`, as
-`NoteStore.nearest` asks). In the process it is `notes.vectors.VectorIndex.nearest` over the same
-vectors (int8 codes; sign-bit shortlist above `EXACT_BELOW` sections). Random unit vectors, the same
-question for both; p50 of 20 (the database: of 5 above 100,000 sections). Memory: what the
-in-process index holds once loaded (`tracemalloc`: its arrays, and the note and section names, as
-three sections a note with names like `Note 12 > Section 1`), and the peak while loading. Also says whether the
-database could use `pgvector`: the check a store would make (`pg_available_extensions`, then
-`pg_extension` for the installed version).
+Without `pgvector` scoring in the database is plain SQL: each section's vector as `real[]` (256
+values, unit length) and the dot product `sum(a * b)` over `unnest(vector, question)`, best 120
+first (`limit 30 * OVERSAMPLE`, as `NoteStore.nearest` asks). In the process it is
+`notes.vectors.VectorIndex.nearest` over the same vectors (int8 codes; sign-bit shortlist above
+`EXACT_BELOW` sections). Random unit vectors, the same question for both; p50 of 20 (the database:
+of 5 above 100,000 sections). Memory: what the in-process index holds once loaded (`tracemalloc`:
+its arrays, and the note and section names, as three sections a note with names like `Note 12 >
+Section 1`), and the peak while loading. Also says whether the database could use `pgvector`: the
+check a store would make (`pg_available_extensions`, then `pg_extension` for the installed version).
 
-Prints a table; writes bench/results/vector_scoring.json with the machine's load per row.
+When the database has `pgvector` installed, the same ranking is also measured with it
+(`pgvector_scoring`): cosine distance over a `vector(256)` column, scanned exactly, then through an
+HNSW index. Random vectors have no neighbourhoods, the worst case for any shortlist or graph, so
+`--real-notes N` also compares both on real vectors: `bench.meaning`'s N generated notes embedded
+by the bundled model (SQLite store), each question of both relevance sets ranked exactly (float32),
+in process and by the HNSW index, and how many of the exact top 10 notes each keeps. This machine's
+PostgreSQL has no `pgvector`; `pgserver` (PyPI: PostgreSQL 16 with `pgvector` 0.6.2 in its wheel)
+gives one: `pgserver.get_server(DIR, cleanup_mode=None)`, then `CREATE EXTENSION vector`.
+
+Prints a table; writes bench/results/vector_scoring[-LABEL].json with the machine's load per row.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -36,6 +49,7 @@ from notewarden.notes.vectors import VectorIndex, VectorRow, to_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WANTED = 120
+SECTIONS_ASKED = 3 * WANTED
 
 
 def pgvector_status(db: psycopg.Connection[Any]) -> str:
@@ -49,7 +63,7 @@ def pgvector_status(db: psycopg.Connection[Any]) -> str:
     return f"installed {installed[0]}" if installed else f"available {available[0]}, not installed"
 
 
-def measure(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
+def measure(db: psycopg.Connection[Any], count: int, *, with_pgvector: bool) -> dict[str, Any]:
     rng = np.random.default_rng(25)
     vectors = rng.standard_normal((count, 256)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -80,12 +94,16 @@ def measure(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
     in_process = p50(lambda: index.nearest(question, WANTED), 20)
     exact = {r[0] for r in db.execute(sql, (asked, 10)).fetchall()}
     found = {n.note for n in index.nearest(question, 10)}
-    db.execute("DROP TABLE bench_vectors")
-    return {
+    row: dict[str, Any] = {
         "sections": count,
         "database_p50_ms": in_db,
         "process_p50_ms": in_process,
         "process_top10_overlap": len(exact & found),
+    }
+    if with_pgvector:
+        row |= pgvector_scoring(db, question, exact, repeats=20 if count <= 100_000 else 5)
+    db.execute("DROP TABLE bench_vectors")
+    return row | {
         "index_arrays_mb": round(index.nbytes / 2**20, 1),
         "index_held_mb": round(held / 2**20, 1),
         "index_load_peak_mb": round(peak / 2**20, 1),
@@ -93,27 +111,158 @@ def measure(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
     }
 
 
+def pgvector_scoring(
+    db: psycopg.Connection[Any], question: Any, exact: set[str], *, repeats: int
+) -> dict[str, Any]:
+    """The same ranking with `pgvector`: a `vector(256)` column, cosine distance, scanned exactly,
+    then through an HNSW index (default build settings; `ef_search` raised to the sections asked,
+    or the index returns at most its default 40). Sections first, then their notes, as the index
+    cannot group: the best `SECTIONS_ASKED` sections, each note scored by its best."""
+    db.execute("ALTER TABLE bench_vectors ADD COLUMN v vector(256)")
+    db.execute("UPDATE bench_vectors SET v = vector::vector(256)")
+    db.execute("VACUUM ANALYZE bench_vectors")
+    sql = (
+        "SELECT note, max(1 - d) AS best FROM (SELECT note, v <=> %s::vector AS d FROM bench_vectors "
+        "ORDER BY v <=> %s::vector LIMIT %s) s GROUP BY note ORDER BY best DESC LIMIT %s"
+    )
+    asked = _pgvector_text(question)
+
+    def ranked(limit: int) -> list[str]:
+        return [r[0] for r in db.execute(sql, (asked, asked, SECTIONS_ASKED, limit)).fetchall()]
+
+    scan_p50 = p50(lambda: ranked(WANTED), repeats)
+    scan_top10 = set(ranked(10))
+    db.execute("SET maintenance_work_mem = '1GB'")
+    started = time.perf_counter()
+    db.execute("CREATE INDEX bench_vectors_hnsw ON bench_vectors USING hnsw (v vector_cosine_ops)")
+    built = time.perf_counter() - started
+    db.execute(f"SET hnsw.ef_search = {SECTIONS_ASKED}")
+    plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + sql, (asked, asked, SECTIONS_ASKED, WANTED)))
+    assert "bench_vectors_hnsw" in plan, plan
+    hnsw_p50 = p50(lambda: ranked(WANTED), repeats)
+    ((size,),) = db.execute("SELECT pg_relation_size('bench_vectors_hnsw')").fetchall()
+    return {
+        "pgvector_scan_p50_ms": scan_p50,
+        "pgvector_scan_top10_overlap": len(exact & scan_top10),
+        "pgvector_hnsw_build_s": round(built, 1),
+        "pgvector_hnsw_p50_ms": hnsw_p50,
+        "pgvector_hnsw_top10_overlap": len(exact & set(ranked(10))),
+        "pgvector_hnsw_mb": round(size / 2**20, 1),
+    }
+
+
+def real_agreement(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
+    """Top-10 agreement with exact scoring on real vectors, in process and through `pgvector`'s HNSW
+    index (see the module)."""
+    from bench.meaning import write_notes
+    from bench.search_quality import opened, questions
+    from notewarden.embeddings import SearchSettings, open_search_mode
+    from notewarden.notes.vectors import from_bytes
+    from notewarden.scope.rights import Caller
+
+    embedder = open_search_mode(SearchSettings()).embedder
+    assert embedder is not None, "needs notewarden[semantic]"
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "notes"
+        write_notes(source, count)
+        with opened("sqlite", Path(tmp), "", source) as (services, uri):
+            scope = services.grants.authorize_workspace(Caller("bench"), uri)
+            services.store.embed_pending(scope, embedder)
+            held = services.store._vectors(str(scope.workspace), embedder)
+            with services.store._ledger.snapshot() as snap:
+                rows = snap.execute(
+                    "SELECT n.path, v.vector FROM note_vectors v JOIN notes n ON n.id = v.note_row"
+                )
+    notes = [str(r[0]) for r in rows]
+    matrix = np.stack([from_bytes(bytes(r[1])).astype(np.float32).reshape(-1) for r in rows])
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    asked = [q["q"] for which in ("keyword", "paraphrased") for q in questions(which)]
+    queries = np.asarray(embedder.embed(asked), dtype=np.float32)
+
+    def best_notes(order: Any, k: int = 10) -> set[str]:
+        best: list[str] = []
+        for i in order:
+            if notes[i] not in best:
+                best.append(notes[i])
+                if len(best) == k:
+                    break
+        return set(best)
+
+    truth = [best_notes(np.argsort(-(matrix @ q))) for q in queries]
+    in_process = [len(t & {n.note for n in held.nearest(q, 10)}) for t, q in zip(truth, queries, strict=True)]
+    db.execute("DROP TABLE IF EXISTS bench_real")
+    db.execute("CREATE TABLE bench_real (id serial PRIMARY KEY, note text NOT NULL, v vector(256) NOT NULL)")
+    with db.cursor().copy("COPY bench_real (note, v) FROM STDIN") as copy:
+        for note, vector in zip(notes, matrix, strict=True):
+            copy.write_row((note, _pgvector_text(vector)))
+    db.execute("SET maintenance_work_mem = '1GB'")
+    started = time.perf_counter()
+    db.execute("CREATE INDEX bench_real_hnsw ON bench_real USING hnsw (v vector_cosine_ops)")
+    built = time.perf_counter() - started
+    db.execute(f"SET hnsw.ef_search = {SECTIONS_ASKED}")
+    sql = (
+        "SELECT note, max(1 - d) AS best FROM (SELECT note, v <=> %s::vector AS d FROM bench_real "
+        "ORDER BY v <=> %s::vector LIMIT %s) s GROUP BY note ORDER BY best DESC LIMIT 10"
+    )
+    hnsw, took = [], []
+    for t, q in zip(truth, queries, strict=True):
+        text = _pgvector_text(q)
+        started = time.perf_counter()
+        found = {r[0] for r in db.execute(sql, (text, text, SECTIONS_ASKED))}
+        took.append((time.perf_counter() - started) * 1000)
+        hnsw.append(len(t & found))
+    db.execute("DROP TABLE bench_real")
+    return {
+        "notes": count,
+        "sections": len(notes),
+        "questions": len(asked),
+        "process_top10_mean": round(statistics.mean(in_process), 2),
+        "process_all10": sum(n == 10 for n in in_process),
+        "pgvector_hnsw_top10_mean": round(statistics.mean(hnsw), 2),
+        "pgvector_hnsw_all10": sum(n == 10 for n in hnsw),
+        "pgvector_hnsw_p50_ms": round(statistics.median(took), 2),
+        "pgvector_hnsw_build_s": round(built, 1),
+        "load_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def _pgvector_text(vector: Any) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sections", default="3000,30000,300000")
     parser.add_argument("--database-url", default=DATABASE_URL.rsplit("/", 1)[0] + "/postgres")
+    parser.add_argument("--label", default="", help="results in vector_scoring-<label>.json")
+    parser.add_argument("--real-notes", type=int, default=0, help="with pgvector: agreement on real vectors")
     args = parser.parse_args()
     rows = []
     with psycopg.connect(args.database_url, autocommit=True) as db:
         status = pgvector_status(db)
         print(f"pgvector: {status}")
         for count in (int(s) for s in args.sections.split(",")):
-            rows.append(measure(db, count))
+            rows.append(measure(db, count, with_pgvector=status.startswith("installed")))
             print(json.dumps(rows[-1]), flush=True)
+        real = (
+            real_agreement(db, args.real_notes)
+            if args.real_notes and status.startswith("installed")
+            else None
+        )
     print_rows(rows)
+    if real is not None:
+        print_rows([real])
     RESULTS.mkdir(exist_ok=True)
     report = {
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": f"python -m bench.vector_scoring --sections {args.sections}",
+        "command": " ".join(["python -m bench.vector_scoring", *sys.argv[1:]]),
         "pgvector": status,
         "rows": rows,
+        **({"real_vectors": real} if real is not None else {}),
     }
-    (RESULTS / "vector_scoring.json").write_text(json.dumps(report, indent=1) + "\n")
+    (RESULTS / f"vector_scoring{'-' + args.label if args.label else ''}.json").write_text(
+        json.dumps(report, indent=1) + "\n"
+    )
 
 
 if __name__ == "__main__":
