@@ -45,6 +45,7 @@ legacy scopes of Rule 3a are accepted but never advertised.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -100,13 +101,24 @@ def scope_of(right: Right) -> str:
     return SCOPE_PREFIX + right
 
 
+_RIGHT_OF_SCOPE: Final = {scope_of(r): r for r in Right}
+
+
 def rights_of_scopes(scopes: Iterable[str], *, legacy: bool = False) -> frozenset[Right]:
     """Rule 3: the rights a token's scopes carry (unknown scopes carry none; `legacy`: Rule 3a's too).
-    A verified token's scopes are already this server's own (`BearerVerifier`)."""
+    A verified token's scopes are already this server's own (`BearerVerifier`). Asked twice on every
+    HTTP request (the scopes a call needs, the credential's narrowing), of a handful of distinct
+    scope lists: remembered."""
+    return _rights_of(tuple(scopes), legacy)
+
+
+@functools.lru_cache(maxsize=256)
+def _rights_of(scopes: tuple[str, ...], legacy: bool) -> frozenset[Right]:
     rights: set[Right] = set()
     for scope in scopes:
-        if scope.startswith(SCOPE_PREFIX) and scope[len(SCOPE_PREFIX) :] in Right.__members__.values():
-            rights.add(Right(scope[len(SCOPE_PREFIX) :]))
+        right = _RIGHT_OF_SCOPE.get(scope)
+        if right is not None:
+            rights.add(right)
         elif legacy:
             rights |= LEGACY_SCOPES.get(scope, frozenset())
     return implied(rights)
