@@ -221,3 +221,24 @@ def test_vectors_load_in_batches_and_a_notes_new_rows_replace_all_its_old_ones()
     assert (near[0].note, near[0].section) == ("long.md", f"s{ADD_BATCH + 2}") and near[0].score > 0.99
     index.add([VectorRow(ADD_BATCH + 10, "long.md", "only", to_bytes(unit[0]))])  # written again: one section
     assert [s for s, _ in index.vectors_of("long.md")] == ["only"] and index.last_seq == ADD_BATCH + 10
+
+
+def test_the_shortlist_keeps_every_row_up_to_the_last_distance_taken_within_a_bound() -> None:
+    from notewarden.notes.vectors import _closest
+
+    rng = np.random.default_rng(7)
+    distance = rng.integers(0, 65, 50_000).astype(np.int32)
+    alive = rng.random(50_000) > 0.1
+    live = np.flatnonzero(alive)
+    last = np.sort(distance[live])[2047]  # the 2,048th smallest live distance
+    expected = live[distance[live] <= last]  # every live row up to it, the whole tie included
+    assert 2048 < len(expected) <= 4096
+    assert np.array_equal(_closest(distance.copy(), alive, 2048, bits=64), expected)
+    # a tie wider than twice `take`: every closer row, then the earliest rows of the tie
+    tied = np.full(50_000, 30, np.int32)
+    tied[:100] = 5
+    assert np.array_equal(_closest(tied, np.ones(50_000, np.bool_), 2048, bits=64), np.arange(4096))
+    # fewer live rows than `take`: all of them, never a dead one
+    few = np.zeros(50_000, np.bool_)
+    few[[3, 999, 40_000]] = True
+    assert np.array_equal(_closest(distance.copy(), few, 2048, bits=64), [3, 999, 40_000])
