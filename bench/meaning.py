@@ -17,7 +17,9 @@ and 40% `area`. Per store and size, in process (the shipped `notes_search` tool,
 * `vectors MB`: the in-memory vector index (`VectorIndex.nbytes`) and the process's resident memory
   added when it was loaded (VmRSS).
 
-Prints a table; writes bench/results/meaning.json with the machine's load before and after.
+Prints a table; writes bench/results/meaning.json (`meaning-tags.json` with `--tags-only`; `--label
+L` adds `-L`, so a run for a note does not overwrite the last) with the machine's load before and
+after.
 """
 
 from __future__ import annotations
@@ -219,6 +221,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--tags-only", action="store_true", help="only the filters-only searches")
     parser.add_argument("--rounds", type=int, default=1, help="with --tags-only: rounds, sizes interleaved")
+    parser.add_argument(
+        "--label", default="", help="results in meaning[-tags]-<label>.json, not over the last"
+    )
     args = parser.parse_args()
     stores, sizes = args.stores.split(","), [int(s) for s in args.sizes.split(",")]
     load_before = os.getloadavg()
@@ -236,6 +241,8 @@ def main() -> None:
     command = f"python -m bench.meaning --stores {args.stores} --sizes {args.sizes}"
     if args.tags_only:
         command += f" --tags-only --rounds {args.rounds}"
+    if args.label:
+        command += f" --label {args.label}"
     report = {
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_before": load_before,
@@ -243,8 +250,8 @@ def main() -> None:
         "command": command,
         "rows": rows,
     }
-    name = "meaning-tags.json" if args.tags_only else "meaning.json"
-    (RESULTS / name).write_text(json.dumps(report, indent=1) + "\n")
+    name = "-".join(["meaning", *(["tags"] if args.tags_only else []), *([args.label] if args.label else [])])
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":
