@@ -121,23 +121,16 @@ def pgvector_scoring(
     db.execute("ALTER TABLE bench_vectors ADD COLUMN v vector(256)")
     db.execute("UPDATE bench_vectors SET v = vector::vector(256)")
     db.execute("VACUUM ANALYZE bench_vectors")
-    sql = (
-        "SELECT note, max(1 - d) AS best FROM (SELECT note, v <=> %s::vector AS d FROM bench_vectors "
-        "ORDER BY v <=> %s::vector LIMIT %s) s GROUP BY note ORDER BY best DESC LIMIT %s"
-    )
     asked = _pgvector_text(question)
 
     def ranked(limit: int) -> list[str]:
-        return [r[0] for r in db.execute(sql, (asked, asked, SECTIONS_ASKED, limit)).fetchall()]
+        return _pgvector_notes(db, "bench_vectors", asked, limit)
 
     scan_p50 = p50(lambda: ranked(WANTED), repeats)
     scan_top10 = set(ranked(10))
-    db.execute("SET maintenance_work_mem = '1GB'")
-    started = time.perf_counter()
-    db.execute("CREATE INDEX bench_vectors_hnsw ON bench_vectors USING hnsw (v vector_cosine_ops)")
-    built = time.perf_counter() - started
-    db.execute(f"SET hnsw.ef_search = {SECTIONS_ASKED}")
-    plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + sql, (asked, asked, SECTIONS_ASKED, WANTED)))
+    built = _build_hnsw(db, "bench_vectors")
+    sql, params = _pgvector_query("bench_vectors", asked, WANTED)
+    plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + sql, params))
     assert "bench_vectors_hnsw" in plan, plan
     hnsw_p50 = p50(lambda: ranked(WANTED), repeats)
     ((size,),) = db.execute("SELECT pg_relation_size('bench_vectors_hnsw')").fetchall()
@@ -195,20 +188,12 @@ def real_agreement(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
     with db.cursor().copy("COPY bench_real (note, v) FROM STDIN") as copy:
         for note, vector in zip(notes, matrix, strict=True):
             copy.write_row((note, _pgvector_text(vector)))
-    db.execute("SET maintenance_work_mem = '1GB'")
-    started = time.perf_counter()
-    db.execute("CREATE INDEX bench_real_hnsw ON bench_real USING hnsw (v vector_cosine_ops)")
-    built = time.perf_counter() - started
-    db.execute(f"SET hnsw.ef_search = {SECTIONS_ASKED}")
-    sql = (
-        "SELECT note, max(1 - d) AS best FROM (SELECT note, v <=> %s::vector AS d FROM bench_real "
-        "ORDER BY v <=> %s::vector LIMIT %s) s GROUP BY note ORDER BY best DESC LIMIT 10"
-    )
+    built = _build_hnsw(db, "bench_real")
     hnsw, took = [], []
     for t, q in zip(truth, queries, strict=True):
         text = _pgvector_text(q)
         started = time.perf_counter()
-        found = {r[0] for r in db.execute(sql, (text, text, SECTIONS_ASKED))}
+        found = set(_pgvector_notes(db, "bench_real", text, 10))
         took.append((time.perf_counter() - started) * 1000)
         hnsw.append(len(t & found))
     db.execute("DROP TABLE bench_real")
@@ -228,6 +213,31 @@ def real_agreement(db: psycopg.Connection[Any], count: int) -> dict[str, Any]:
 
 def _pgvector_text(vector: Any) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _pgvector_query(table: str, vector: str, limit: int) -> tuple[str, tuple[object, ...]]:
+    """The `limit` notes of `table` closest to `vector` by `pgvector`'s cosine distance: the best
+    `SECTIONS_ASKED` sections (what an index can order), then each note by its best section."""
+    sql = (
+        f"SELECT note, max(1 - d) AS best FROM (SELECT note, v <=> %s::vector AS d FROM {table} "
+        "ORDER BY v <=> %s::vector LIMIT %s) s GROUP BY note ORDER BY best DESC LIMIT %s"
+    )
+    return sql, (vector, vector, SECTIONS_ASKED, limit)
+
+
+def _pgvector_notes(db: psycopg.Connection[Any], table: str, vector: str, limit: int) -> list[str]:
+    return [r[0] for r in db.execute(*_pgvector_query(table, vector, limit)).fetchall()]
+
+
+def _build_hnsw(db: psycopg.Connection[Any], table: str) -> float:
+    """Seconds to build `table`'s HNSW index `<table>_hnsw` (default `m` and `ef_construction`),
+    then `ef_search` raised to the sections asked (its default, 40, would cap every answer at 40)."""
+    db.execute("SET maintenance_work_mem = '1GB'")
+    started = time.perf_counter()
+    db.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (v vector_cosine_ops)")
+    built = time.perf_counter() - started
+    db.execute(f"SET hnsw.ef_search = {SECTIONS_ASKED}")
+    return built
 
 
 def main() -> None:

@@ -283,8 +283,8 @@ def _closest(
     """Rule 2's shortlist: the live rows whose Hamming distance (0 to `bits`) is among the `take`
     smallest, every row tied at the last distance taken included, up to twice `take` (then the
     earlier rows of that tie). Distances are small integers: one count of each finds the last
-    distance taken, one pass keeps the rows up to it (about 1.5 ms at 300,000 rows, where
-    `np.argpartition` of exactly `take` took 4.8 ms and dropped an arbitrary part of the tie)."""
+    distance taken, one pass keeps the rows up to it, where `np.argpartition` of exactly `take` cost
+    more and dropped an arbitrary part of the tie (docs/performance.md, "Search by meaning")."""
     distance[~alive] = bits + 1
     reached = np.cumsum(np.bincount(distance, minlength=bits + 2))
     last = min(int(np.searchsorted(reached, take)), bits)  # the smallest distance with `take` rows up to it
